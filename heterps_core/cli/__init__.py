@@ -1,0 +1,52 @@
+"""The `heterps` command line: one small `Command` class per subcommand, one registry.
+
+Command modules keep heavy imports (torch, scipy) inside `run`, so `heterps --help` and the
+planning commands start fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from heterps_core.cli.base import Command
+from heterps_core.errors import HeterPSError
+
+COMMANDS: list[type[Command]] = []
+
+
+def register(command: type[Command]) -> type[Command]:
+    """Class decorator: adds a subcommand. Adding a command is one class plus its import below."""
+    COMMANDS.append(command)
+    return command
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="heterps",
+        description="Plan and run deep-learning training on heterogeneous clusters.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for command in COMMANDS:
+        sub = subparsers.add_parser(command.name, help=command.help, description=command.help)
+        command.add_arguments(sub)
+        sub.set_defaults(_command=command)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args._command().run(args))
+    except HeterPSError as exc:
+        print(f"heterps {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"heterps {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+# Subcommand modules register themselves on import; keep this list in one place.
+from heterps_core.cli import commands as _commands  # noqa: E402,F401

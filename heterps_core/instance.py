@@ -1,0 +1,337 @@
+"""The planning instance of the spec (§1): resources, a layer chain and the throughput target.
+
+`Instance.from_dict` is the only way in from untrusted JSON; it rejects bad input with an
+`InstanceError` naming the field, so nothing downstream has to re-check.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from heterps_core.errors import InstanceError
+
+SCHEMA_VERSION = 1
+SPARSE_LAYER_KINDS = frozenset({"embedding", "sparse"})
+
+_INSTANCE_FIELDS = {
+    "version": True,
+    "name": False,
+    "batch_size": True,
+    "throughput_target": True,
+    "samples": False,
+    "input_mb": False,
+    "resources": True,
+    "layers": True,
+}
+_RESOURCE_FIELDS = {
+    "name": True,
+    "kind": True,
+    "price_per_hour": True,
+    "count": True,
+    "memory_gb": True,
+    "network_gbps": True,
+}
+_LAYER_FIELDS = {
+    "name": True,
+    "kind": True,
+    "compute_s": True,
+    "output_mb": True,
+    "sync_mb": True,
+    "memory_gb": True,
+    "shardable": True,
+}
+
+
+@dataclass(frozen=True)
+class Resource:
+    """A resource type: `count` identical units, each with its price, memory and network."""
+
+    name: str
+    kind: str
+    price_per_hour: float
+    count: int
+    memory_gb: float
+    network_gbps: float
+
+    @property
+    def bandwidth_bytes_per_s(self) -> float:
+        return self.network_gbps * 1e9 / 8
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "price_per_hour": self.price_per_hour,
+            "count": self.count,
+            "memory_gb": self.memory_gb,
+            "network_gbps": self.network_gbps,
+        }
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One layer of the chain; `compute_s` maps resource name to fwd+bwd seconds per batch."""
+
+    name: str
+    kind: str
+    compute_s: dict[str, float]
+    output_mb: float
+    sync_mb: float
+    memory_gb: float
+    shardable: bool
+
+    @property
+    def is_sparse(self) -> bool:
+        return self.kind in SPARSE_LAYER_KINDS
+
+    def runs_on(self, resource: str) -> bool:
+        return resource in self.compute_s
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "compute_s": dict(self.compute_s),
+            "output_mb": self.output_mb,
+            "sync_mb": self.sync_mb,
+            "memory_gb": self.memory_gb,
+            "shardable": self.shardable,
+        }
+
+
+@dataclass(frozen=True)
+class Instance:
+    """A whole planning problem. Build it with `from_dict`/`load` to get validation."""
+
+    batch_size: int
+    throughput_target: float
+    resources: tuple[Resource, ...]
+    layers: tuple[Layer, ...]
+    name: str = ""
+    samples: float | None = None
+    input_mb: float = 0.0
+    _by_name: dict[str, Resource] = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._by_name.update({r.name: r for r in self.resources})
+
+    def resource(self, name: str) -> Resource:
+        return self._by_name[name]
+
+    @property
+    def resource_names(self) -> list[str]:
+        return [r.name for r in self.resources]
+
+    def with_target(self, throughput_target: float) -> Instance:
+        return self.replace(throughput_target=throughput_target)
+
+    def replace(self, **changes: Any) -> Instance:
+        """A copy with some top-level fields changed (resources/layers as tuples)."""
+        data: dict[str, Any] = {
+            "batch_size": self.batch_size,
+            "throughput_target": self.throughput_target,
+            "resources": self.resources,
+            "layers": self.layers,
+            "name": self.name,
+            "samples": self.samples,
+            "input_mb": self.input_mb,
+        }
+        data.update(changes)
+        return Instance(**data)
+
+    def with_resource(self, name: str, **changes: Any) -> Instance:
+        """A copy in which resource `name` has some fields changed (for what-if questions)."""
+        if name not in self._by_name:
+            raise InstanceError("resource", f"no resource named {name!r}")
+        resources = [r.to_dict() for r in self.resources]
+        for r in resources:
+            if r["name"] == name:
+                r.update(changes)
+        data = self.to_dict()
+        data["resources"] = resources
+        return Instance.from_dict(data)
+
+    # --- JSON -----------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"version": SCHEMA_VERSION}
+        if self.name:
+            data["name"] = self.name
+        data["batch_size"] = self.batch_size
+        data["throughput_target"] = self.throughput_target
+        if self.samples is not None:
+            data["samples"] = self.samples
+        data["input_mb"] = self.input_mb
+        data["resources"] = [r.to_dict() for r in self.resources]
+        data["layers"] = [layer.to_dict() for layer in self.layers]
+        return data
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(self.to_json() + "\n")
+
+    @classmethod
+    def load(cls, path: str | Path) -> Instance:
+        """Read and validate an instance file; every failure is an `InstanceError`."""
+        try:
+            text = Path(path).read_text()
+        except OSError as exc:
+            raise InstanceError(str(path), f"cannot read file ({exc.strerror})") from exc
+        return cls.from_json(text)
+
+    @classmethod
+    def from_json(cls, text: str) -> Instance:
+        try:
+            data = json.loads(text, parse_constant=_reject_constant)
+        except json.JSONDecodeError as exc:
+            raise InstanceError(
+                "", f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+            ) from exc
+        return cls.from_dict(data)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Instance:
+        _check_fields(data, "", _INSTANCE_FIELDS)
+        version = data["version"]
+        if version != SCHEMA_VERSION or isinstance(version, bool):
+            raise InstanceError("version", f"must be {SCHEMA_VERSION}, got {version!r}")
+        name = data.get("name", "")
+        if not isinstance(name, str):
+            raise InstanceError("name", "must be a string")
+        batch_size = _positive_int(data["batch_size"], "batch_size")
+        target = _positive_number(data["throughput_target"], "throughput_target")
+        samples = data.get("samples")
+        if samples is not None:
+            samples = _positive_number(samples, "samples")
+        input_mb = _non_negative_number(data.get("input_mb", 0.0), "input_mb")
+        resources = _parse_resources(data["resources"])
+        layers = _parse_layers(data["layers"], {r.name for r in resources})
+        return cls(
+            batch_size=batch_size,
+            throughput_target=target,
+            resources=resources,
+            layers=layers,
+            name=name,
+            samples=samples,
+            input_mb=input_mb,
+        )
+
+
+def _parse_resources(raw: Any) -> tuple[Resource, ...]:
+    if not isinstance(raw, list) or not raw:
+        raise InstanceError("resources", "must be a non-empty list")
+    resources = []
+    seen: set[str] = set()
+    for i, item in enumerate(raw):
+        where = f"resources[{i}]"
+        _check_fields(item, where, _RESOURCE_FIELDS)
+        name = _name(item["name"], f"{where}.name")
+        if name in seen:
+            raise InstanceError(f"{where}.name", f"duplicate resource name {name!r}")
+        seen.add(name)
+        resources.append(
+            Resource(
+                name=name,
+                kind=_name(item["kind"], f"{where}.kind"),
+                price_per_hour=_positive_number(item["price_per_hour"], f"{where}.price_per_hour"),
+                count=_positive_int(item["count"], f"{where}.count"),
+                memory_gb=_positive_number(item["memory_gb"], f"{where}.memory_gb"),
+                network_gbps=_positive_number(item["network_gbps"], f"{where}.network_gbps"),
+            )
+        )
+    return tuple(resources)
+
+
+def _parse_layers(raw: Any, resource_names: set[str]) -> tuple[Layer, ...]:
+    if not isinstance(raw, list) or not raw:
+        raise InstanceError("layers", "must be a non-empty list")
+    layers = []
+    seen: set[str] = set()
+    for i, item in enumerate(raw):
+        where = f"layers[{i}]"
+        _check_fields(item, where, _LAYER_FIELDS)
+        name = _name(item["name"], f"{where}.name")
+        if name in seen:
+            raise InstanceError(f"{where}.name", f"duplicate layer name {name!r}")
+        seen.add(name)
+        compute = item["compute_s"]
+        if not isinstance(compute, dict) or not compute:
+            raise InstanceError(f"{where}.compute_s", "must be a non-empty object")
+        compute_s = {}
+        for res, seconds in compute.items():
+            if res not in resource_names:
+                raise InstanceError(f"{where}.compute_s.{res}", "names no resource")
+            compute_s[res] = _positive_number(seconds, f"{where}.compute_s.{res}")
+        shardable = item["shardable"]
+        if not isinstance(shardable, bool):
+            raise InstanceError(f"{where}.shardable", "must be true or false")
+        layers.append(
+            Layer(
+                name=name,
+                kind=_name(item["kind"], f"{where}.kind"),
+                compute_s=compute_s,
+                output_mb=_non_negative_number(item["output_mb"], f"{where}.output_mb"),
+                sync_mb=_non_negative_number(item["sync_mb"], f"{where}.sync_mb"),
+                memory_gb=_non_negative_number(item["memory_gb"], f"{where}.memory_gb"),
+                shardable=shardable,
+            )
+        )
+    return tuple(layers)
+
+
+def _check_fields(item: Any, where: str, spec: dict[str, bool]) -> None:
+    if not isinstance(item, dict):
+        raise InstanceError(where or "instance", "must be a JSON object")
+    prefix = f"{where}." if where else ""
+    for key in item:
+        if key not in spec:
+            raise InstanceError(f"{prefix}{key}", "unknown field")
+    for key, required in spec.items():
+        if required and key not in item:
+            raise InstanceError(f"{prefix}{key}", "missing required field")
+
+
+def _name(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InstanceError(where, "must be a non-empty string")
+    return value
+
+
+def _number(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InstanceError(where, f"must be a number, got {value!r}")
+    if not math.isfinite(value):
+        raise InstanceError(where, f"must be finite, got {value!r}")
+    return float(value)
+
+
+def _positive_number(value: Any, where: str) -> float:
+    number = _number(value, where)
+    if number <= 0:
+        raise InstanceError(where, f"must be greater than 0, got {value!r}")
+    return number
+
+
+def _non_negative_number(value: Any, where: str) -> float:
+    number = _number(value, where)
+    if number < 0:
+        raise InstanceError(where, f"must not be negative, got {value!r}")
+    return number
+
+
+def _positive_int(value: Any, where: str) -> int:
+    number = _positive_number(value, where)
+    if number != int(number):
+        raise InstanceError(where, f"must be a whole number, got {value!r}")
+    return int(number)
+
+
+def _reject_constant(name: str) -> float:
+    # json.loads accepts NaN/Infinity by default; the spec says they are invalid input.
+    raise InstanceError("", f"{name} is not allowed (values must be finite numbers)")

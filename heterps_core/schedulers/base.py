@@ -1,0 +1,35 @@
+"""The scheduler interface: one small class per scheduler, one registry (see `registry.py`)."""
+
+from __future__ import annotations
+
+import time
+from typing import ClassVar
+
+from heterps_core.instance import Instance
+from heterps_core.plan import Plan
+from heterps_core.progress import ProgressCallback, no_progress
+
+
+class Scheduler:
+    """Assigns every layer of an instance to a resource and returns the spec's plan.
+
+    Subclasses implement `solve`; `plan` times it and stamps the scheduler's name, so every
+    plan carries an honest `solve_time_s`.
+    """
+
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    stochastic: ClassVar[bool] = False
+
+    def __init__(self, seed: int = 0, budget_s: float | None = None, **options: object) -> None:
+        self.seed = seed
+        self.budget_s = budget_s
+        self.options = options
+
+    def plan(self, instance: Instance, progress: ProgressCallback = no_progress) -> Plan:
+        start = time.perf_counter()
+        plan = self.solve(instance, progress)
+        return plan.with_scheduler(self.name, time.perf_counter() - start)
+
+    def solve(self, instance: Instance, progress: ProgressCallback) -> Plan:
+        raise NotImplementedError
