@@ -49,13 +49,13 @@ class ChainModel(nn.Module):
         x: Any = inputs
         for layer in self.layers:
             x = layer(x)
-        return x  # type: ignore[no-any-return]
+        return x
 
     def run_layers(self, x: Any, first: int, last: int) -> torch.Tensor:
         """Layers first..last inclusive: the unit of work of one pipeline stage."""
         for layer in list(self.layers)[first : last + 1]:
             x = layer(x)
-        return x  # type: ignore[no-any-return]
+        return x
 
     def loss(self, output: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
