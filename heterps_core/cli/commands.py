@@ -1,3 +1,5 @@
 """Imports every subcommand module so that each registers itself (one line per module)."""
 
 from heterps_core.cli import planning  # noqa: F401  plan, evaluate, pareto
+from heterps_core.cli import train_dp  # noqa: F401  train-dp
+from heterps_core.cli import run  # noqa: F401  run

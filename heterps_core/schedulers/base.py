@@ -26,6 +26,11 @@ class Scheduler:
         self.budget_s = budget_s
         self.options = options
 
+    @classmethod
+    def refusal(cls, instance: Instance) -> str | None:
+        """Why this scheduler will not run on `instance` (e.g. too large), or None if it will."""
+        return None
+
     def plan(self, instance: Instance, progress: ProgressCallback = no_progress) -> Plan:
         start = time.perf_counter()
         plan = self.solve(instance, progress)

@@ -88,3 +88,39 @@ class ZooModel:
     def batches(self, config: ModelConfig, batch_size: int, seed: int = 0) -> Iterator[Batch]:
         """An endless, seeded stream of synthetic batches with realistic skew."""
         raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class LayerSpec:
+    """What the planner sees of one chain layer, derived without allocating its tables."""
+
+    name: str
+    kind: str
+    parameters: int
+    shardable: bool
+
+    @property
+    def is_sparse(self) -> bool:
+        return self.kind == "embedding"
+
+
+def layer_specs(model: ChainModel) -> list[LayerSpec]:
+    """The declared chain of a built model (works on the `meta` device, so tables of tens of GB
+    cost nothing to describe)."""
+    return [
+        LayerSpec(
+            name=layer.layer_name,
+            kind=layer.kind,
+            parameters=sum(p.numel() for p in layer.parameters()),
+            shardable=layer.shardable,
+        )
+        for layer in model.layers
+        if isinstance(layer, ChainLayer)
+    ]
+
+
+def chain_of(zoo_model: ZooModel, config: ModelConfig) -> list[LayerSpec]:
+    """`zoo_model`'s layer chain for `config`, built on the meta device (no memory used)."""
+    with torch.device("meta"):
+        model = zoo_model.build(config)
+    return layer_specs(model)

@@ -1,0 +1,38 @@
+# Two commands for a fresh clone: `make run` and `make test`. Both create .venv on first use.
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run test install lint typecheck pytest worker clean-venv
+
+run: $(STAMP)
+	$(PY) manage.py up --host $(HOST) --port $(PORT)
+
+test: $(STAMP) lint typecheck pytest
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy heterps_core
+
+pytest: $(STAMP)
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+# A production worker machine: same checkout, DATABASE_URL and REDIS_URL set.
+worker: $(STAMP)
+	$(VENV)/bin/celery -A workers worker --loglevel INFO --queues $${QUEUES:-default}
+
+install: $(STAMP)
+
+# The stamp depends on pyproject.toml, so the install reruns only when dependencies change.
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+clean-venv:
+	rm -rf $(VENV)

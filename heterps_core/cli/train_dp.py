@@ -1,0 +1,163 @@
+"""`heterps train-dp`: data-parallel training of a zoo model under one sync mode."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from typing import Any
+
+from heterps_core.cli import register
+from heterps_core.cli.base import Command
+from heterps_core.errors import HeterPSError
+
+
+class _Usage(HeterPSError):
+    """A command-line value that cannot be parsed."""
+
+
+@register
+class TrainDataParallelCommand(Command):
+    name = "train-dp"
+    help = "Train a zoo model data-parallel on emulated heterogeneous workers under a sync mode."
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("model", nargs="?", help="zoo model name, e.g. ctr_dnn")
+        parser.add_argument("--size", default="tiny", help="model config size (default tiny)")
+        parser.add_argument("--mode", default="bsp", help="sync mode (see --list-modes)")
+        parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                            help="a sync-mode parameter; repeat for several")
+        parser.add_argument("--list-modes", action="store_true",
+                            help="print every sync mode with its parameters and exit")
+        parser.add_argument("--workers", type=int, default=3)
+        parser.add_argument("--slowdowns", default="",
+                            help="comma-separated emulated slowdown per worker, e.g. 1,2,4")
+        parser.add_argument("--batch-size", type=int, default=64, help="per worker")
+        parser.add_argument("--lr", type=float, default=0.05)
+        parser.add_argument("--steps", type=int, default=None,
+                            help="stop after this many local steps of all workers")
+        parser.add_argument("--duration", type=float, default=None,
+                            help="stop after this many emulated seconds")
+        parser.add_argument("--eval-every", type=float, default=None,
+                            help="emulated seconds between held-out evaluations")
+        parser.add_argument("--target-loss", type=float, default=None)
+        parser.add_argument("--bandwidth-gbps", type=float, default=1.0)
+        parser.add_argument("--rebalance", action="store_true",
+                            help="DLB: batch shares in proportion to measured speed")
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--events", metavar="FILE",
+                            help="write every event as one JSON line to FILE")
+        parser.add_argument("--json", action="store_true", help="print the result as JSON")
+
+    def run(self, args: argparse.Namespace) -> int:
+        from heterps_core.dataparallel import modes
+
+        if args.list_modes:
+            print(json.dumps(modes.schemas(), indent=2))
+            return 0
+        if not args.model:
+            raise _Usage("model: required (a zoo model name, e.g. ctr_dnn)")
+        return _train(args)
+
+
+def _train(args: argparse.Namespace) -> int:
+    from heterps_core import zoo
+    from heterps_core.dataparallel import TrainConfig, event_to_dict, modes, train
+    from heterps_core.dataparallel.events import EvalEvent, PhaseEvent, StragglerEvent
+
+    model = zoo.get(args.model)
+    model_config = _model_config(model, args.size)
+    mode = modes.create(args.mode, _params(args.param))
+    steps = args.steps if args.steps is not None or args.duration is not None else 600
+    duration = math.inf if args.duration is None else args.duration
+    config = TrainConfig(
+        workers=args.workers, slowdowns=_slowdowns(args.slowdowns), batch_size=args.batch_size,
+        lr=args.lr, duration_s=duration, max_steps=steps,
+        eval_every_s=args.eval_every or _eval_every(duration), target_loss=args.target_loss,
+        bandwidth_gbps=args.bandwidth_gbps, rebalance=args.rebalance, seed=args.seed,
+    )
+    sink = open(args.events, "w") if args.events else None  # noqa: SIM115  closed below
+
+    def report(event: Any) -> None:
+        if sink is not None:
+            sink.write(json.dumps(event_to_dict(event)) + "\n")
+        if args.json:
+            return
+        if isinstance(event, EvalEvent):
+            print(f"t={event.time_s:8.3f}s  step {event.global_step:>6}  "
+                  f"held-out loss {event.loss:.4f}" + _quality(event))
+        elif isinstance(event, PhaseEvent):
+            print(f"t={event.time_s:8.3f}s  phase {event.previous} -> {event.phase} "
+                  f"({event.reason}, training loss {event.train_loss:.4f})")
+        elif isinstance(event, StragglerEvent):
+            flagged = [w for w, f in enumerate(event.flags) if f]
+            print(f"t={event.time_s:8.3f}s  stragglers: {flagged or 'none'}")
+
+    try:
+        result = train(model, model_config, mode, config, metrics=report)
+    finally:
+        if sink is not None:
+            sink.close()
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2, default=str))
+    else:
+        print(_summary(result))
+    return 0
+
+
+def _model_config(model: Any, size: str) -> Any:
+    try:
+        return model.config(size)
+    except KeyError:
+        raise _Usage(f"--size: unknown size {size!r} for model {model.name!r}") from None
+
+
+def _params(items: list[str]) -> dict[str, str]:
+    params = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise _Usage(f"--param: expected NAME=VALUE, got {item!r}")
+        params[name.strip()] = value.strip()
+    return params
+
+
+def _slowdowns(text: str) -> tuple[float, ...]:
+    if not text.strip():
+        return ()
+    try:
+        return tuple(float(part) for part in text.split(","))
+    except ValueError:
+        raise _Usage(f"--slowdowns: expected numbers like 1,2,4, got {text!r}") from None
+
+
+def _eval_every(duration: float) -> float:
+    return 0.05 if math.isinf(duration) else duration / 40
+
+
+def _quality(event: Any) -> str:
+    if event.auc is not None:
+        return f"  AUC {event.auc:.4f}"
+    if event.accuracy is not None:
+        return f"  accuracy {event.accuracy:.4f}"
+    return ""
+
+
+def _summary(result: Any) -> str:
+    lines = [
+        f"mode {result.mode} {result.mode_params}  stopped: {result.stopped}  "
+        f"emulated {result.time_s:.3f} s  wall {result.wall_s:.1f} s  steps {result.global_steps}",
+        f"{'worker':>6} {'slowdown':>8} {'profiled s':>10} {'steps':>6} {'commits':>7} "
+        f"{'MB sent':>9} {'wait s':>8} {'max stale':>9} {'batch':>6}",
+    ]
+    for w, p in zip(result.workers, result.profile, strict=True):
+        lines.append(
+            f"{w.worker:>6} {w.slowdown:>8.2f} {p.compute_s:>10.5f} {w.steps:>6} {w.commits:>7} "
+            f"{w.bytes_sent / 1e6:>9.3f} {w.wait_s:>8.3f} {w.max_staleness:>9} {w.batch_size:>6}"
+        )
+    if result.switch is not None:
+        lines.append(f"switched to {result.switch.phase} at {result.switch.time_s:.3f} s "
+                     f"({result.switch.reason})")
+    lines.append(f"final held-out loss {result.final.loss:.4f}" + _quality(result.final))
+    return "\n".join(lines)

@@ -1,0 +1,18 @@
+"""Heterogeneous data-parallel training: sync modes, stragglers, profiling, metrics.
+
+`train(zoo_model, model_config, modes.create(name, params), TrainConfig(...), metrics=...)`
+profiles the workers, trains, streams events to `metrics` and returns a `TrainResult`.
+See docs/sync-modes.md.
+"""
+
+from heterps_core.dataparallel import modes
+from heterps_core.dataparallel.config import TrainConfig
+from heterps_core.dataparallel.engine import DataParallelRun, profile, train
+from heterps_core.dataparallel.errors import DataParallelError
+from heterps_core.dataparallel.events import MetricsCallback, TrainEvent, event_to_dict
+from heterps_core.dataparallel.result import TrainResult, WorkerSummary
+
+__all__ = [
+    "DataParallelError", "DataParallelRun", "MetricsCallback", "TrainConfig", "TrainEvent",
+    "TrainResult", "WorkerSummary", "event_to_dict", "modes", "profile", "train",
+]

@@ -1,0 +1,218 @@
+"""The catalogue of resource kinds: specs for roofline estimates plus what the planner needs
+(price, count, memory, network). Users edit a JSON copy; `Catalogue.from_dict` validates it.
+
+Defaults are public on-demand list prices (see docs/zoo-and-profiler.md for sources). FLOP/s
+are dense FP32 peaks, because the zoo trains in FP32.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from heterps_core.errors import InstanceError
+from heterps_core.instance import Resource
+
+CATALOGUE_VERSION = 1
+KINDS = ("cpu", "gpu")
+
+# Fractions of datasheet peaks that well-tuned training kernels reach; the reference device is
+# calibrated instead, so its efficiencies come from measurement.
+DEFAULT_EFFICIENCY = {
+    "cpu": {"compute": 0.6, "bandwidth": 0.7, "kernel_overhead_us": 4.0},
+    "gpu": {"compute": 0.6, "bandwidth": 0.8, "kernel_overhead_us": 8.0},
+}
+
+
+class CatalogueError(InstanceError):
+    """A catalogue entry with a missing or bad field."""
+
+
+@dataclass(frozen=True)
+class ResourceKind:
+    """One kind of unit a cluster can rent: a CPU server or one GPU (with its host share)."""
+
+    name: str
+    kind: str  # "cpu" or "gpu"
+    peak_tflops: float  # dense FP32 peak, 10^12 FLOP/s
+    memory_bandwidth_gbs: float  # 10^9 bytes/s, device memory (DRAM for CPUs, HBM/GDDR for GPUs)
+    memory_gb: float  # memory a layer can use on one unit
+    network_gbps: float  # 10^9 bits/s per unit
+    price_per_hour: float  # dollars per unit-hour (public on-demand list price by default)
+    count: int = 8  # units available to the planner
+    compute_efficiency: float = 0.6
+    bandwidth_efficiency: float = 0.8
+    kernel_overhead_us: float = 8.0  # fixed cost per launched kernel (fwd and bwd)
+    source: str = ""  # where the specs and price come from
+
+    @property
+    def achievable_flops(self) -> float:
+        return self.peak_tflops * 1e12 * self.compute_efficiency
+
+    @property
+    def achievable_bandwidth(self) -> float:
+        return self.memory_bandwidth_gbs * 1e9 * self.bandwidth_efficiency
+
+    def to_resource(self) -> Resource:
+        return Resource(
+            name=self.name,
+            kind=self.kind,
+            price_per_hour=self.price_per_hour,
+            count=self.count,
+            memory_gb=self.memory_gb,
+            network_gbps=self.network_gbps,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "resource") -> ResourceKind:
+        if not isinstance(data, dict):
+            raise CatalogueError(where, "must be a JSON object")
+        known = {f.name for f in fields(cls)}
+        for key in data:
+            if key not in known:
+                raise CatalogueError(f"{where}.{key}", "unknown field")
+        for key in ("name", "kind", "peak_tflops", "memory_bandwidth_gbs", "memory_gb",
+                    "network_gbps", "price_per_hour"):
+            if key not in data:
+                raise CatalogueError(f"{where}.{key}", "missing required field")
+        kind = data["kind"]
+        if kind not in KINDS:
+            raise CatalogueError(
+                f"{where}.kind", f"must be one of {', '.join(KINDS)}, got {kind!r}"
+            )
+        defaults = DEFAULT_EFFICIENCY[kind]
+        name = data["name"]
+        if not isinstance(name, str) or not name.strip():
+            raise CatalogueError(f"{where}.name", "must be a non-empty string")
+        source = data.get("source", "")
+        if not isinstance(source, str):
+            raise CatalogueError(f"{where}.source", "must be a string")
+        count = _positive(data.get("count", 8), f"{where}.count")
+        if count != int(count):
+            raise CatalogueError(f"{where}.count", f"must be a whole number, got {count!r}")
+        efficiency = {
+            key: _fraction(
+                data.get(f"{key}_efficiency", defaults[key]), f"{where}.{key}_efficiency"
+            )
+            for key in ("compute", "bandwidth")
+        }
+        return cls(
+            name=name,
+            kind=kind,
+            peak_tflops=_positive(data["peak_tflops"], f"{where}.peak_tflops"),
+            memory_bandwidth_gbs=_positive(
+                data["memory_bandwidth_gbs"], f"{where}.memory_bandwidth_gbs"
+            ),
+            memory_gb=_positive(data["memory_gb"], f"{where}.memory_gb"),
+            network_gbps=_positive(data["network_gbps"], f"{where}.network_gbps"),
+            price_per_hour=_positive(data["price_per_hour"], f"{where}.price_per_hour"),
+            count=int(count),
+            compute_efficiency=efficiency["compute"],
+            bandwidth_efficiency=efficiency["bandwidth"],
+            kernel_overhead_us=_non_negative(
+                data.get("kernel_overhead_us", defaults["kernel_overhead_us"]),
+                f"{where}.kernel_overhead_us",
+            ),
+            source=source,
+        )
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    """An ordered set of resource kinds with unique names."""
+
+    kinds: tuple[ResourceKind, ...]
+
+    def __post_init__(self) -> None:
+        if not self.kinds:
+            raise CatalogueError("resources", "must be a non-empty list")
+        seen: set[str] = set()
+        for i, kind in enumerate(self.kinds):
+            if kind.name in seen:
+                raise CatalogueError(f"resources[{i}].name", f"duplicate name {kind.name!r}")
+            seen.add(kind.name)
+
+    @property
+    def names(self) -> list[str]:
+        return [k.name for k in self.kinds]
+
+    def get(self, name: str) -> ResourceKind:
+        for kind in self.kinds:
+            if kind.name == name:
+                return kind
+        raise CatalogueError("resource", f"no kind named {name!r}; known: {', '.join(self.names)}")
+
+    def select(self, names: list[str]) -> Catalogue:
+        return Catalogue(tuple(self.get(n) for n in names))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"version": CATALOGUE_VERSION, "resources": [k.to_dict() for k in self.kinds]}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(self.to_json() + "\n")
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Catalogue:
+        """Accepts {"version": 1, "resources": [...]} or a bare list of entries."""
+        if isinstance(data, dict):
+            for key in data:
+                if key not in ("version", "resources"):
+                    raise CatalogueError(key, "unknown field")
+            if data.get("version", CATALOGUE_VERSION) != CATALOGUE_VERSION:
+                raise CatalogueError("version", f"must be {CATALOGUE_VERSION}")
+            if "resources" not in data:
+                raise CatalogueError("resources", "missing required field")
+            data = data["resources"]
+        if not isinstance(data, list) or not data:
+            raise CatalogueError("resources", "must be a non-empty list")
+        return cls(tuple(ResourceKind.from_dict(d, f"resources[{i}]") for i, d in enumerate(data)))
+
+    @classmethod
+    def load(cls, path: str | Path) -> Catalogue:
+        try:
+            text = Path(path).read_text()
+        except OSError as exc:
+            raise CatalogueError(str(path), f"cannot read file ({exc.strerror})") from exc
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CatalogueError(
+                str(path), f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+            ) from exc
+        return cls.from_dict(data)
+
+
+def _number(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise CatalogueError(where, f"must be a finite number, got {value!r}")
+    return float(value)
+
+
+def _positive(value: Any, where: str) -> float:
+    number = _number(value, where)
+    if number <= 0:
+        raise CatalogueError(where, f"must be greater than 0, got {value!r}")
+    return number
+
+
+def _non_negative(value: Any, where: str) -> float:
+    number = _number(value, where)
+    if number < 0:
+        raise CatalogueError(where, f"must not be negative, got {value!r}")
+    return number
+
+
+def _fraction(value: Any, where: str) -> float:
+    number = _positive(value, where)
+    if number > 1:
+        raise CatalogueError(where, f"must be at most 1, got {value!r}")
+    return number

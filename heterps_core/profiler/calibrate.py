@@ -1,0 +1,86 @@
+"""Calibrating the reference device: achieved GEMM FLOP/s, copy bandwidth and per-op overhead,
+measured with the same thread count the profile uses."""
+
+from __future__ import annotations
+
+import datetime as dt
+import platform
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from heterps_core.hardware.roofline import DeviceRates
+from heterps_core.profiler.measure import time_repeats
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """Where a measurement was taken."""
+
+    device: str  # "cpu" or "cuda:N"
+    threads: int
+    description: str  # CPU model or GPU name
+    torch_version: str
+
+    @property
+    def label(self) -> str:
+        if self.device == "cpu":
+            return f"cpu ({self.threads} threads, {self.description})"
+        return f"{self.device} ({self.description})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"device": self.device, "threads": self.threads, "description": self.description,
+                "torch_version": self.torch_version, "label": self.label}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DeviceInfo:
+        return cls(str(data["device"]), int(data["threads"]), str(data["description"]),
+                   str(data["torch_version"]))
+
+
+def describe(device: torch.device, threads: int) -> DeviceInfo:
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else _cpu_model()
+    return DeviceInfo(str(device), threads, name, torch.__version__)
+
+
+def calibrate(device: torch.device, info: DeviceInfo) -> DeviceRates:
+    """Achievable rates of `device`: the reference of every roofline estimate."""
+    big = device.type == "cuda"
+    n = 4096 if big else 1024
+    a = torch.randn(n, n, device=device)
+    b = torch.randn(n, n, device=device)
+    gemm = time_repeats(lambda: None, lambda _: torch.mm(a, b), 2, 5, device)
+    elements = (256 if big else 16) * 2**20  # 1 GiB / 64 MiB of float32: far beyond caches
+    src = torch.empty(elements, device=device).uniform_()
+    dst = torch.empty_like(src)
+    copy = time_repeats(lambda: None, lambda _: dst.copy_(src), 2, 5, device)
+    one = torch.ones(1, device=device)
+    tiny = time_repeats(lambda: None, lambda _: _hundred_adds(one), 2, 9, device)
+    return DeviceRates(
+        name=info.label,
+        flops_per_s=2 * n**3 / gemm.median_s,
+        bytes_per_s=2 * src.numel() * src.element_size() / copy.median_s,
+        kernel_overhead_s=tiny.median_s / 100,
+    )
+
+
+def _hundred_adds(x: torch.Tensor) -> torch.Tensor:
+    for _ in range(100):
+        x = x + 1
+    return x
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def utc_now() -> str:
+    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()

@@ -1,0 +1,220 @@
+"""Profiling a chain model layer by layer, the way the pipeline runs it.
+
+Each layer is timed forward + backward on its real input (the output of the layers before it,
+computed once without gradients), with a fixed upstream gradient, or the loss for the last
+layer. Embedding tables keep their sparse gradients, as in training. `StageRunner` does the
+same for a range of layers, which is what the accuracy benchmark compares against.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from heterps_core.errors import HeterPSError
+from heterps_core.profiler.calibrate import calibrate, describe, utc_now
+from heterps_core.profiler.counting import count_ops
+from heterps_core.profiler.measure import Measurement, time_repeats
+from heterps_core.profiler.result import LayerProfile, ModelProfile
+from heterps_core.progress import Progress, ProgressCallback, no_progress
+from heterps_core.zoo.base import Batch, ChainModel, LayerSpec, layer_specs
+
+FLOAT_BYTES = 4
+# Optimizer state per parameter, in parameter-sized tensors: (dense layers incl. their
+# gradient, sparse tables whose gradients are transient row sets).
+OPTIMIZER_STATE = {"adam": (3, 2), "adagrad": (2, 1), "sgd": (1, 0)}
+
+
+class ProfileError(HeterPSError):
+    """Profiling options that cannot work (unknown device, bad thread count, ...)."""
+
+
+@dataclass(frozen=True)
+class ProfileOptions:
+    device: str = "cpu"
+    threads: int = 2
+    warmup: int = 3
+    repeats: int = 10
+    optimizer: str = "adam"
+
+    def check(self) -> torch.device:
+        """The torch device, or a ProfileError naming the bad option."""
+        if self.threads < 1:
+            raise ProfileError(f"--threads must be at least 1, got {self.threads}")
+        if self.repeats < 1 or self.warmup < 0:
+            raise ProfileError("--repeats must be at least 1 and --warmup at least 0")
+        if self.optimizer not in OPTIMIZER_STATE:
+            raise ProfileError(f"--optimizer must be one of {', '.join(OPTIMIZER_STATE)}")
+        try:
+            device = torch.device(self.device)
+        except RuntimeError:
+            raise ProfileError(f"--device: {self.device!r} is not a device (cpu, cuda:N)") from None
+        if device.type == "cuda":
+            if not torch.cuda.is_available():
+                raise ProfileError(f"--device {self.device}: no CUDA device on this machine")
+            if (device.index or 0) >= torch.cuda.device_count():
+                raise ProfileError(
+                    f"--device {self.device}: only {torch.cuda.device_count()} CUDA device(s)"
+                )
+        elif device.type != "cpu":
+            raise ProfileError(f"--device: {self.device!r} is not supported (cpu, cuda:N)")
+        return device
+
+
+class StageRunner:
+    """Forward + backward of layers first..last as one unit, on a fixed input."""
+
+    def __init__(self, model: ChainModel, boundaries: list[Any], labels: torch.Tensor,
+                 first: int, last: int) -> None:
+        self.model = model
+        self.first, self.last = first, last
+        self.input = boundaries[first]
+        self.labels = labels
+        self.is_final = last == len(model.layers) - 1
+        self.params = [p for layer in list(model.layers)[first : last + 1]
+                       for p in layer.parameters()]
+        out = boundaries[last + 1]
+        gen = torch.Generator(device=out.device).manual_seed(0)
+        self.grad_out = None if self.is_final else torch.randn(
+            out.shape, generator=gen, device=out.device, dtype=out.dtype)
+
+    def prepare(self) -> Any:
+        for p in self.params:
+            p.grad = None  # as after optimizer.zero_grad(set_to_none=True)
+        if isinstance(self.input, torch.Tensor):
+            return self.input.detach().requires_grad_(True)
+        return self.input
+
+    def run(self, x: Any) -> None:
+        out = self.model.run_layers(x, self.first, self.last)
+        if self.is_final:
+            self.model.loss(out, self.labels).backward()
+        else:
+            out.backward(self.grad_out)
+
+    def time(self, warmup: int, repeats: int, device: torch.device) -> Measurement:
+        return time_repeats(self.prepare, self.run, warmup, repeats, device)
+
+
+def boundary_tensors(model: ChainModel, inputs: Any) -> list[Any]:
+    """[inputs, output of layer 0, output of layer 1, ...], computed without gradients."""
+    values = [inputs]
+    with torch.no_grad():
+        for layer in model.layers:
+            values.append(layer(values[-1]))
+    return values
+
+
+def profile_chain(
+    model: ChainModel,
+    batch: Batch,
+    options: ProfileOptions,
+    name: str = "model",
+    size: str = "custom",
+    planned: Sequence[LayerSpec] | None = None,
+    rows_cap: int | None = None,
+    progress: ProgressCallback = no_progress,
+) -> ModelProfile:
+    """Time every layer of `model` on `batch`; sizes come from `planned` (the configuration the
+    planner will place, default: `model` itself)."""
+    device = options.check()
+    specs = list(planned) if planned is not None else layer_specs(model)
+    n = len(model.layers)
+    if len(specs) != n:
+        raise ProfileError(f"{name}: planned chain has {len(specs)} layers, model has {n}")
+    with torch_threads(options.threads):
+        info = describe(device, options.threads)
+        progress(Progress(0, n, "calibrating the device"))
+        reference = calibrate(device, info)
+        model = model.to(device).train()
+        inputs = _to_device(batch[0], device)
+        labels = batch[1].to(device)
+        boundaries = boundary_tensors(model, inputs)
+        measured_at = utc_now()
+        layers = []
+        for i in range(n):
+            layer = _profile_layer(model, boundaries, labels, i, specs[i], options, device)
+            layers.append(layer)
+            progress(Progress(i + 1, n, f"layer {layer.name}",
+                              {"median_s": layer.time.median_s, "spread": layer.time.spread}))
+    return ModelProfile(
+        model=name,
+        size=size,
+        batch_size=int(labels.shape[0]),
+        input_bytes=sum(_nbytes(t) for t in _leaves(inputs)),
+        device=info,
+        reference=reference,
+        measured_at=measured_at,
+        optimizer=options.optimizer,
+        rows_cap=rows_cap,
+        layers=tuple(layers),
+    )
+
+
+def _profile_layer(
+    model: ChainModel, boundaries: list[Any], labels: torch.Tensor, i: int, spec: LayerSpec,
+    options: ProfileOptions, device: torch.device,
+) -> LayerProfile:
+    runner = StageRunner(model, boundaries, labels, i, i)
+    ops = count_ops(lambda: runner.run(runner.prepare()))
+    sparse_bytes = _sparse_row_bytes(runner.params)
+    time = runner.time(options.warmup, options.repeats, device)
+    dense_state, sparse_state = OPTIMIZER_STATE[options.optimizer]
+    param_bytes = spec.parameters * FLOAT_BYTES
+    optimizer_bytes = param_bytes * (sparse_state if spec.is_sparse else dense_state)
+    activation = _nbytes(boundaries[i + 1])
+    # Saved activations for backward: roughly this layer's input and output for one batch.
+    saved = activation + (0 if i == 0 else _nbytes(boundaries[i]))
+    return LayerProfile(
+        index=i,
+        name=spec.name,
+        kind=spec.kind,
+        shardable=spec.shardable,
+        parameters=spec.parameters,
+        parameter_bytes=param_bytes,
+        optimizer_bytes=optimizer_bytes,
+        activation_bytes=activation,
+        sync_bytes=0 if spec.is_sparse else param_bytes,
+        sparse_bytes=sparse_bytes,
+        memory_bytes=param_bytes + optimizer_bytes + saved,
+        ops=ops,
+        time=time,
+    )
+
+
+def _sparse_row_bytes(params: list[nn.Parameter]) -> int:
+    """Rows a batch touches in sparse tables, pulled once and pushed back once."""
+    total = 0
+    for p in params:
+        if p.grad is not None and p.grad.is_sparse:
+            total += 2 * _nbytes(p.grad.coalesce()._values())
+    return total
+
+
+@contextmanager
+def torch_threads(threads: int) -> Iterator[None]:
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _to_device(inputs: Any, device: torch.device) -> Any:
+    if isinstance(inputs, dict):
+        return {k: v.to(device) for k, v in inputs.items()}
+    return inputs.to(device)
+
+
+def _leaves(inputs: Any) -> list[torch.Tensor]:
+    return list(inputs.values()) if isinstance(inputs, dict) else [inputs]
+
+
+def _nbytes(t: torch.Tensor) -> int:
+    return t.numel() * t.element_size()

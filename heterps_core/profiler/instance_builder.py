@@ -1,0 +1,117 @@
+"""(profile, resource catalogue, target, samples) -> a planning instance in the spec's JSON.
+
+Per layer and resource kind, compute_s is the measured median when the kind is the profiled
+device (`measured_kind`), otherwise the roofline estimate from that measurement. Every figure
+is kept with its provenance (measured or estimated, on what, when) beside the instance, whose
+schema has no room for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from heterps_core.hardware.catalogue import Catalogue
+from heterps_core.hardware.roofline import estimate, rates_of
+from heterps_core.instance import SCHEMA_VERSION, Instance
+from heterps_core.profiler.calibrate import utc_now
+from heterps_core.profiler.chain import ProfileError
+from heterps_core.profiler.result import LayerProfile, ModelProfile
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One compute_s entry and where it comes from."""
+
+    layer: str
+    resource: str
+    seconds: float
+    source: str  # "measured" or "estimated"
+    device: str  # what it was measured on / estimated for
+    at: str  # when (ISO 8601, UTC)
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"layer": self.layer, "resource": self.resource, "seconds": self.seconds,
+                "source": self.source, "device": self.device, "at": self.at,
+                "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class BuiltInstance:
+    instance: Instance
+    profile: ModelProfile
+    catalogue: Catalogue
+    figures: tuple[Figure, ...]
+
+    def provenance(self) -> dict[str, Any]:
+        """Everything behind the instance's numbers, as JSON-ready data."""
+        return {
+            "instance": self.instance.name,
+            "compute_s": [f.to_dict() for f in self.figures],
+            "sizes": "output_mb, sync_mb, memory_gb and input_mb are computed from tensor "
+                     "shapes and parameter counts of the planned configuration "
+                     f"(optimizer state: {self.profile.optimizer}), not timed",
+            "profile": self.profile.to_dict(),
+            "catalogue": self.catalogue.to_dict(),
+        }
+
+
+def build_instance(
+    profile: ModelProfile,
+    catalogue: Catalogue,
+    throughput_target: float,
+    samples: float | None = None,
+    measured_kind: str | None = None,
+    name: str | None = None,
+) -> BuiltInstance:
+    if measured_kind is not None and measured_kind not in catalogue.names:
+        raise ProfileError(
+            f"--device-kind {measured_kind!r} is not in the catalogue "
+            f"(known: {', '.join(catalogue.names)})"
+        )
+    figures = [
+        _figure(layer, kind.name, profile, catalogue, measured_kind)
+        for layer in profile.layers
+        for kind in catalogue.kinds
+    ]
+    by_layer: dict[str, dict[str, float]] = {}
+    for fig in figures:
+        by_layer.setdefault(fig.layer, {})[fig.resource] = fig.seconds
+    data: dict[str, Any] = {
+        "version": SCHEMA_VERSION,
+        "name": name or f"{profile.model}-{profile.size}-b{profile.batch_size}",
+        "batch_size": profile.batch_size,
+        "throughput_target": throughput_target,
+        "input_mb": profile.input_bytes / 1e6,
+        "resources": [kind.to_resource().to_dict() for kind in catalogue.kinds],
+        "layers": [
+            {
+                "name": layer.name,
+                "kind": layer.kind,
+                "compute_s": by_layer[layer.name],
+                "output_mb": layer.activation_bytes / 1e6,
+                "sync_mb": layer.sync_bytes / 1e6,
+                "memory_gb": layer.memory_bytes / 1e9,
+                "shardable": layer.shardable,
+            }
+            for layer in profile.layers
+        ],
+    }
+    if samples is not None:
+        data["samples"] = samples
+    return BuiltInstance(Instance.from_dict(data), profile, catalogue, tuple(figures))
+
+
+def _figure(
+    layer: LayerProfile, resource: str, profile: ModelProfile, catalogue: Catalogue,
+    measured_kind: str | None,
+) -> Figure:
+    if resource == measured_kind:
+        return Figure(layer.name, resource, layer.time.median_s, "measured",
+                      profile.device.label, profile.measured_at, layer.time.to_dict())
+    est = estimate(layer.time.median_s, layer.ops, profile.reference,
+                   rates_of(catalogue.get(resource)))
+    detail = est.to_dict()
+    detail["reference_measured_at"] = profile.measured_at
+    return Figure(layer.name, resource, est.seconds, "estimated", resource, utc_now(), detail)

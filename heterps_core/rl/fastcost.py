@@ -1,0 +1,188 @@
+"""The cost model on integer assignments, with stages memoised, for sampling thousands of plans.
+
+RL training and the local search price the same few hundred stages over and over; building a
+`Plan` each time would dominate the run. `AssignmentCosts` goes through the very same
+`ChainCosts.shape`/`provision` code as `costmodel.evaluate`, so the two cannot disagree; it
+only skips the `Plan` objects and remembers every (first, last, resource) it has provisioned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from heterps_core.costmodel import ChainCosts, evaluate
+from heterps_core.instance import Instance
+from heterps_core.plan import Plan
+
+_UNPROVISIONABLE = (-1, 0.0, 0.0)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Cost and throughput of a feasible assignment, or `cost is None` and why not."""
+
+    cost: float | None
+    throughput: float = 0.0
+    reason: str | None = None
+
+    @property
+    def feasible(self) -> bool:
+        return self.cost is not None
+
+
+class AssignmentCosts:
+    """Prices assignments given as resource indices (0..n_resources-1), caching each stage."""
+
+    def __init__(self, instance: Instance) -> None:
+        self.instance = instance
+        self.chain = ChainCosts(instance)
+        self.names = instance.resource_names
+        self.prices = [r.price_per_hour for r in instance.resources]
+        self.counts = [r.count for r in instance.resources]
+        self.n_layers = len(instance.layers)
+        self.n_resources = len(self.names)
+        self._stages: dict[tuple[int, int, int], tuple[int, float, float]] = {}
+        self._reasons: dict[tuple[int, int, int], str] = {}
+
+    def stage(self, first: int, last: int, r: int) -> tuple[int, float, float]:
+        """(units, cost per hour, throughput) of layers first..last on resource r; units -1 if
+        the stage cannot be provisioned (see `reason`)."""
+        key = (first, last, r)
+        hit = self._stages.get(key)
+        if hit is not None:
+            return hit
+        name = self.names[r]
+        if not self.chain.runs_on(first, last, name):
+            bad = next(i for i in range(first, last + 1)
+                       if not self.instance.layers[i].runs_on(name))
+            self._reasons[key] = f"layer {self.instance.layers[bad].name} cannot run on {name}"
+            value = _UNPROVISIONABLE
+        else:
+            shape = self.chain.shape(first, last, name)
+            prov = self.chain.provision(shape)
+            if prov.units is None:
+                self._reasons[key] = prov.reason or "cannot be provisioned"
+                value = _UNPROVISIONABLE
+            else:
+                value = (
+                    prov.units,
+                    prov.units * self.prices[r],
+                    shape.throughput(prov.units, self.instance.batch_size),
+                )
+        self._stages[key] = value
+        return value
+
+    def outcome(self, assignment: Sequence[int]) -> Outcome:
+        """The cost model's verdict on one assignment (same numbers as `costmodel.evaluate`)."""
+        cost = 0.0
+        throughput = float("inf")
+        used = [0] * self.n_resources
+        start = 0
+        n = self.n_layers
+        for i in range(1, n + 1):
+            if i < n and assignment[i] == assignment[start]:
+                continue
+            r = int(assignment[start])
+            units, stage_cost, stage_thr = self.stage(start, i - 1, r)
+            if units < 0:
+                return Outcome(None, reason=self._reasons[(start, i - 1, r)])
+            used[r] += units
+            cost += stage_cost
+            throughput = min(throughput, stage_thr)
+            start = i
+        for r, units in enumerate(used):
+            if units > self.counts[r]:
+                return Outcome(
+                    None,
+                    reason=f"stages on {self.names[r]} need {units} units in total, "
+                    f"{self.counts[r]} exist",
+                )
+        return Outcome(cost, throughput)
+
+    def plan(self, assignment: Sequence[int], scheduler: str = "rl") -> Plan:
+        """The full spec plan of an assignment (through `costmodel.evaluate` itself)."""
+        return evaluate(
+            self.instance, [self.names[int(r)] for r in assignment], scheduler, self.chain
+        )
+
+    def homogeneous(self) -> tuple[int, Outcome] | None:
+        """The best single-resource assignment: (resource index, outcome), or None if none is
+        feasible."""
+        best: tuple[int, Outcome] | None = None
+        for r in range(self.n_resources):
+            out = self.outcome([r] * self.n_layers)
+            if out.feasible and (best is None or better(out, best[1])):
+                best = (r, out)
+        return best
+
+
+def better(a: Outcome, b: Outcome | None) -> bool:
+    """The spec's objective (§4) on outcomes: feasible, cheaper, then higher throughput."""
+    if a.cost is None:
+        return False
+    if b is None or b.cost is None:
+        return True
+    if abs(a.cost - b.cost) > 1e-9 * max(abs(a.cost), abs(b.cost), 1e-12):
+        return a.cost < b.cost
+    return a.throughput > b.throughput * (1 + 1e-9)
+
+
+def stage_runs(assignment: Sequence[int]) -> list[tuple[int, int, int]]:
+    """Maximal runs of equal resource indices as (first, last, resource)."""
+    runs: list[tuple[int, int, int]] = []
+    start = 0
+    for i in range(1, len(assignment) + 1):
+        if i == len(assignment) or assignment[i] != assignment[start]:
+            runs.append((start, i - 1, int(assignment[start])))
+            start = i
+    return runs
+
+
+DYNAMIC_FEATURES = 3
+_CAP = 10.0
+
+
+class Increments:
+    """The decoder's state-dependent features: what choosing resource r for layer t adds to
+    the plan's hourly cost, given the stage the plan is in.
+
+    The cost of a stage depends only on its own layers (boundary traffic is charged by layer
+    index, not by the neighbour), so a plan's cost is the sum of these increments: continuing
+    the current stage on r costs stage(start..t, r) - stage(start..t-1, r), opening a new one
+    costs stage(t..t, r). The integer unit jumps the policy must learn to steer show up here.
+    """
+
+    def __init__(self, costs: AssignmentCosts, reference: float, n_slots: int) -> None:
+        self.costs = costs
+        self.reference = reference
+        self.n_slots = n_slots
+
+    def at(self, t: int, starts: Sequence[int], previous: Sequence[int]) -> np.ndarray:
+        """[k, n_slots, DYNAMIC_FEATURES] for k partial plans (previous = -1 at t = 0)."""
+        out = np.zeros((len(starts), self.n_slots, DYNAMIC_FEATURES), dtype=np.float32)
+        memo: dict[tuple[int, int], np.ndarray] = {}
+        for row, key in enumerate(zip(starts, previous, strict=True)):
+            block = memo.get(key)
+            if block is None:
+                block = memo[key] = self._block(t, *key)
+            out[row] = block
+        return out
+
+    def _block(self, t: int, start: int, prev: int) -> np.ndarray:
+        block = np.zeros((self.n_slots, DYNAMIC_FEATURES), dtype=np.float32)
+        for r in range(self.costs.n_resources):
+            if r == prev:
+                units, cost, _ = self.costs.stage(start, t, r)
+                before = self.costs.stage(start, t - 1, r)[1]
+                delta = cost - before
+            else:
+                units, delta, _ = self.costs.stage(t, t, r)
+            if units < 0:
+                block[r] = (_CAP, np.log1p(_CAP), 1.0)
+            else:
+                ratio = min(delta / self.reference, _CAP)
+                block[r] = (ratio, np.log1p(max(ratio, 0.0)), 0.0)
+        return block

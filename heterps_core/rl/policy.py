@@ -1,0 +1,146 @@
+"""The LSTM policy: reads the layer chain and emits a distribution over resources per layer.
+
+Encoder: each (layer, resource) feature vector is embedded by a small MLP; a layer's input to
+a bidirectional LSTM is its own features plus the mean and max of its resources' embeddings,
+so every decision can see the whole chain (what comes later decides whether a stage boundary
+here pays off). Decoder: an LSTM cell steps through the layers, fed the encoder state and the
+embedding of the resource it just chose (the previous action); each usable resource is scored
+from the decoder state, that resource's embedding and whether it continues the current stage.
+Scoring resources one at a time makes the policy indifferent to their order and number.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from heterps_core.rl.fastcost import DYNAMIC_FEATURES, AssignmentCosts, Increments
+from heterps_core.rl.features import LAYER_FEATURES, PAIR_FEATURES, InstanceFeatures
+
+_MASKED = -1e9
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    hidden: int = 64
+    embed: int = 48
+
+
+@dataclass
+class Rollout:
+    """`k` sampled (or greedy) plans: actions [k, n_layers], summed log-prob and mean entropy
+    per plan (both differentiable)."""
+
+    actions: torch.Tensor
+    log_prob: torch.Tensor
+    entropy: torch.Tensor
+
+
+class EncodedInstance:
+    """Tensors of one instance, kept between updates so they are built once."""
+
+    def __init__(self, features: InstanceFeatures, costs: AssignmentCosts) -> None:
+        self.features = features
+        self.increments = Increments(costs, features.reference_cost, features.mask.shape[1])
+        self.layer = torch.from_numpy(features.layer)
+        self.pair = torch.from_numpy(features.pair)
+        self.mask = torch.from_numpy(features.mask)
+
+    @property
+    def n_layers(self) -> int:
+        return self.features.n_layers
+
+
+class LayerPolicy(nn.Module):
+    def __init__(self, config: PolicyConfig | None = None) -> None:
+        super().__init__()
+        self.config = config or PolicyConfig()
+        h, e = self.config.hidden, self.config.embed
+        self.pair_net = nn.Sequential(
+            nn.Linear(PAIR_FEATURES, e), nn.ReLU(), nn.Linear(e, e), nn.ReLU()
+        )
+        self.layer_net = nn.Sequential(nn.Linear(LAYER_FEATURES, e), nn.ReLU())
+        self.encoder = nn.LSTM(3 * e, h, batch_first=True, bidirectional=True)
+        self.decoder = nn.LSTMCell(2 * h + e, h)
+        # The first scoring layer is linear in its inputs, so the parts that do not depend on
+        # the decoder state are computed once per instance (see `rollout`).
+        self.score_state = nn.Linear(h, h)
+        self.score_pair = nn.Linear(e + 2 * h, h)
+        self.score_stay = nn.Parameter(torch.zeros(h))
+        self.score_increment = nn.Linear(DYNAMIC_FEATURES, h, bias=False)
+        self.score_out = nn.Linear(h, 1)
+        self.start = nn.Parameter(torch.zeros(e))
+
+    def encode(self, inst: EncodedInstance) -> tuple[torch.Tensor, torch.Tensor]:
+        """(pair embeddings [n, R, e], encoder states [n, 2h])."""
+        emb = self.pair_net(inst.pair)
+        mask = inst.mask.unsqueeze(-1)
+        count = mask.sum(dim=1).clamp(min=1)
+        mean = (emb * mask).sum(dim=1) / count
+        peak = emb.masked_fill(~mask, -1e4).max(dim=1).values.clamp(min=0.0)
+        tokens = torch.cat([self.layer_net(inst.layer), mean, peak], dim=-1)
+        enc, _ = self.encoder(tokens.unsqueeze(0))
+        return emb, enc.squeeze(0)
+
+    def rollout(
+        self,
+        inst: EncodedInstance,
+        k: int,
+        greedy: bool = False,
+        generator: torch.Generator | None = None,
+    ) -> Rollout:
+        """Decode `k` plans (argmax at every step when `greedy`)."""
+        emb, enc = self.encode(inst)
+        n, n_res = inst.mask.shape
+        pair_part = self.score_pair(torch.cat([emb, enc.unsqueeze(1).expand(-1, n_res, -1)], -1))
+        h = torch.zeros(k, self.config.hidden)
+        c = torch.zeros(k, self.config.hidden)
+        prev_emb = self.start.expand(k, -1)
+        prev_onehot = torch.zeros(k, n_res)
+        actions, log_probs, entropies = [], [], []
+        rows = torch.arange(k)
+        starts = [0] * k
+        previous = [-1] * k
+        for t in range(n):
+            h, c = self.decoder(torch.cat([enc[t].expand(k, -1), prev_emb], -1), (h, c))
+            increments = torch.from_numpy(inst.increments.at(t, starts, previous))
+            z = torch.relu(
+                pair_part[t].unsqueeze(0)
+                + self.score_state(h).unsqueeze(1)
+                + prev_onehot.unsqueeze(-1) * self.score_stay
+                + self.score_increment(increments)
+            )
+            logits = self.score_out(z).squeeze(-1).masked_fill(~inst.mask[t], _MASKED)
+            logp = torch.log_softmax(logits, dim=-1)
+            if greedy:
+                action = logp.argmax(dim=-1)
+            else:
+                action = torch.multinomial(logp.exp(), 1, generator=generator).squeeze(-1)
+            actions.append(action)
+            chosen = action.tolist()
+            starts = [s if a == p else t for s, a, p in zip(starts, chosen, previous, strict=True)]
+            previous = chosen
+            log_probs.append(logp[rows, action])
+            probs = logp.exp()
+            entropies.append(-(probs * logp.clamp(min=-50.0)).sum(-1))
+            prev_emb = emb[t, action]
+            prev_onehot = torch.nn.functional.one_hot(action, n_res).float()
+        return Rollout(
+            actions=torch.stack(actions, dim=1),
+            log_prob=torch.stack(log_probs, dim=1).sum(dim=1),
+            entropy=torch.stack(entropies, dim=1).mean(dim=1),
+        )
+
+    def sample_plans(
+        self, inst: EncodedInstance, k: int, generator: torch.Generator | None = None
+    ) -> np.ndarray:
+        """Greedy decode plus `k - 1` samples, without gradients: [k, n_layers] indices."""
+        with torch.no_grad():
+            greedy = self.rollout(inst, 1, greedy=True).actions
+            if k <= 1:
+                return greedy.numpy()
+            sampled = self.rollout(inst, k - 1, generator=generator).actions
+        return torch.cat([greedy, sampled]).numpy()

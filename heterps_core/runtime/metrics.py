@@ -1,0 +1,255 @@
+"""Live metrics: workers write small chunks into the rendezvous store, the launcher folds
+them into `MetricsSample`s and hands each to one `MetricsSink`.
+
+The same sink type serves the CLI's progress line, the Celery task (web team) and tests.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from heterps_core.progress import Progress, ProgressCallback
+from heterps_core.runtime.spec import JobSpec
+
+
+@dataclass(frozen=True)
+class StageMetrics:
+    """One stage over the last window, summed over its replicas."""
+
+    stage: int  # 1-based, as people count stages
+    resource: str
+    units: int
+    busy_s: float
+    idle_s: float
+
+    @property
+    def busy_fraction(self) -> float:
+        total = self.busy_s + self.idle_s
+        return self.busy_s / total if total > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class MetricsSample:
+    """What a run has done so far; `samples_per_s`, `loss` and stage times cover the window."""
+
+    step: int
+    total_steps: int
+    elapsed_s: float
+    samples_per_s: float
+    loss: float | None
+    stages: tuple[StageMetrics, ...]
+    cost: float  # accrued dollars: units x price x elapsed
+    cost_per_hour: float
+    final: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "total_steps": self.total_steps,
+            "elapsed_s": self.elapsed_s,
+            "samples_per_s": self.samples_per_s,
+            "loss": self.loss,
+            "cost": self.cost,
+            "cost_per_hour": self.cost_per_hour,
+            "final": self.final,
+            "stages": [
+                {
+                    "stage": s.stage,
+                    "resource": s.resource,
+                    "units": s.units,
+                    "busy_s": s.busy_s,
+                    "idle_s": s.idle_s,
+                    "busy_fraction": s.busy_fraction,
+                }
+                for s in self.stages
+            ],
+        }
+
+
+class MetricsSink(Protocol):
+    def __call__(self, sample: MetricsSample) -> None: ...
+
+
+def no_metrics(_: MetricsSample) -> None:
+    """The default sink: keep nothing."""
+
+
+def progress_sink(callback: ProgressCallback) -> MetricsSink:
+    """Adapts the metrics stream to the project's one progress interface."""
+
+    def sink(sample: MetricsSample) -> None:
+        loss = "-" if sample.loss is None else f"{sample.loss:.4f}"
+        callback(
+            Progress(
+                sample.step,
+                sample.total_steps,
+                f"{sample.samples_per_s:,.0f} samples/s  loss {loss}  ${sample.cost:.4f}",
+                sample.to_dict(),
+            )
+        )
+
+    return sink
+
+
+class Clock:
+    """Busy vs idle time of one process: waits on peers are idle, everything else busy."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """Start counting now (after start-up, which is neither busy nor idle training time)."""
+        self.start = time.perf_counter()
+        self.idle_s = 0.0
+
+    @contextmanager
+    def idle(self) -> Iterator[None]:
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.idle_s += time.perf_counter() - t0
+
+    @property
+    def busy_s(self) -> float:
+        return time.perf_counter() - self.start - self.idle_s
+
+
+class StoreLike(Protocol):
+    def set(self, key: str, value: str | bytes) -> None: ...
+    def get(self, key: str) -> bytes: ...
+    def check(self, keys: list[str]) -> bool: ...
+    def delete_key(self, key: str) -> bool: ...
+
+
+class Reporter:
+    """Worker side: buffers finished mini-batches and flushes them to the store periodically."""
+
+    def __init__(self, store: StoreLike, rank: int, clock: Clock, interval_s: float) -> None:
+        self.store = store
+        self.rank = rank
+        self.clock = clock
+        self.interval_s = interval_s
+        self._seq = 0
+        self._done: list[list[float]] = []
+        self._last_flush = time.perf_counter()
+
+    def step_done(self, mini_batch: int, loss: float | None) -> None:
+        self._done.append([mini_batch, float("nan") if loss is None else loss, time.time()])
+        if time.perf_counter() - self._last_flush >= self.interval_s:
+            self.flush()
+
+    def flush(self) -> None:
+        chunk = {"done": self._done, "busy": self.clock.busy_s, "idle": self.clock.idle_s}
+        self.store.set(f"metrics/{self.rank}/{self._seq}", json.dumps(chunk))
+        self._seq += 1
+        self.store.set(f"metrics/{self.rank}/n", str(self._seq))
+        self._done = []
+        self._last_flush = time.perf_counter()
+
+
+@dataclass
+class _RankState:
+    seen: int = 0
+    busy: float = 0.0
+    idle: float = 0.0
+
+
+@dataclass
+class Collector:
+    """Launcher side: reads every rank's chunks and builds samples for the sink."""
+
+    store: StoreLike
+    spec: JobSpec
+    cost_per_hour: float
+    sink: MetricsSink = no_metrics
+    clock: Callable[[], float] = time.perf_counter
+    losses: dict[int, float] = field(default_factory=dict)
+    finish_times: dict[int, float] = field(default_factory=dict)
+    _ranks: dict[int, _RankState] = field(default_factory=dict)
+    _window: dict[int, tuple[float, float]] = field(default_factory=dict)
+    _last_emit: float = 0.0
+    _last_step: int = 0
+    _window_losses: list[float] = field(default_factory=list)
+    _started: float = 0.0
+
+    def __post_init__(self) -> None:
+        self._started = self._last_emit = self.clock()
+        self._last_step = self.spec.start_step
+        self._ranks = {r.rank: _RankState() for r in self.spec.ranks if r.role == "stage"}
+        self._last_ranks = set(self.spec.stage_ranks(len(self.spec.stages) - 1))
+
+    @property
+    def step(self) -> int:
+        return self.spec.start_step + len(self.finish_times)
+
+    def poll(self) -> None:
+        for rank, state in self._ranks.items():
+            key = f"metrics/{rank}/n"
+            if not self.store.check([key]):
+                continue
+            count = int(self.store.get(key))
+            while state.seen < count:
+                chunk_key = f"metrics/{rank}/{state.seen}"
+                chunk = json.loads(self.store.get(chunk_key))
+                self.store.delete_key(chunk_key)
+                state.seen += 1
+                state.busy, state.idle = chunk["busy"], chunk["idle"]
+                if rank in self._last_ranks:
+                    for m, loss, t in chunk["done"]:
+                        self.losses[int(m)] = loss
+                        self.finish_times[int(m)] = t
+                        self._window_losses.append(loss)
+
+    def emit(self, final: bool = False) -> MetricsSample:
+        now = self.clock()
+        window = max(now - self._last_emit, 1e-9)
+        step = self.step
+        samples = (step - self._last_step) * self.spec.train.batch_size
+        loss = sum(self._window_losses) / len(self._window_losses) if self._window_losses else None
+        stages = []
+        for s, stage in enumerate(self.spec.stages):
+            busy = idle = 0.0
+            for rank in self.spec.stage_ranks(s):
+                state = self._ranks[rank]
+                prev_busy, prev_idle = self._window.get(rank, (0.0, 0.0))
+                busy += state.busy - prev_busy
+                idle += state.idle - prev_idle
+                self._window[rank] = (state.busy, state.idle)
+            stages.append(StageMetrics(s + 1, stage.resource, stage.units, busy, idle))
+        elapsed = now - self._started
+        sample = MetricsSample(
+            step=step,
+            total_steps=self.spec.train.steps,
+            elapsed_s=elapsed,
+            samples_per_s=samples / window,
+            loss=loss,
+            stages=tuple(stages),
+            cost=self.cost_per_hour * elapsed / 3600,
+            cost_per_hour=self.cost_per_hour,
+            final=final,
+        )
+        self._last_emit, self._last_step, self._window_losses = now, step, []
+        self.sink(sample)
+        return sample
+
+    def steady_throughput(self) -> float | None:
+        """Samples/s between the first and the last finished mini-batch (start-up excluded)."""
+        if len(self.finish_times) < 2:
+            return None
+        times = sorted(self.finish_times.values())
+        return (len(times) - 1) * self.spec.train.batch_size / max(times[-1] - times[0], 1e-9)
+
+    def totals(self) -> tuple[dict[int, float], dict[int, float]]:
+        """Cumulative busy and idle seconds per stage (1-based), summed over replicas."""
+        busy: dict[int, float] = {}
+        idle: dict[int, float] = {}
+        for s in range(len(self.spec.stages)):
+            busy[s + 1] = sum(self._ranks[r].busy for r in self.spec.stage_ranks(s))
+            idle[s + 1] = sum(self._ranks[r].idle for r in self.spec.stage_ranks(s))
+        return busy, idle

@@ -1,0 +1,140 @@
+"""The job spec: everything every process of one run must agree on, as JSON.
+
+The launcher writes it into the rendezvous store; each worker (local, or started by an
+agent on another machine) reads it from there, so no process needs the plan file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from heterps_core.plan import Plan
+from heterps_core.runtime.binding import Target, parse_target
+from heterps_core.runtime.errors import RunConfigError
+
+
+@dataclass(frozen=True)
+class StageSpec:
+    first: int
+    last: int
+    resource: str
+    units: int
+
+
+@dataclass(frozen=True)
+class RankSpec:
+    """One OS process: a stage replica, or a parameter-server shard (`stage` is -1)."""
+
+    rank: int
+    role: str  # "stage" or "ps"
+    stage: int = -1
+    replica: int = 0
+    target: str = "cpu"
+
+    def describe(self) -> str:
+        if self.role == "ps":
+            return f"parameter server shard {self.replica} (rank {self.rank})"
+        return f"stage {self.stage + 1} replica {self.replica} (rank {self.rank})"
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """How to train: the knobs shared by the runtime and the plain reference loop."""
+
+    model: str
+    steps: int
+    batch_size: int
+    seed: int = 0
+    size: str = "small"
+    lr: float = 0.05
+    micro_batches: int = 1
+    sync: str = "bsp"
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    train: TrainSettings
+    stages: tuple[StageSpec, ...]
+    ranks: tuple[RankSpec, ...]
+    ps_shards: int
+    start_step: int = 0
+    checkpoint_dir: str | None = None
+    checkpoint_every: int | None = None
+    backend: str = "gloo"
+    report_interval_s: float = 0.5
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def world_size(self) -> int:
+        return len(self.ranks)
+
+    @property
+    def round_steps(self) -> int:
+        """Mini-batches in which every stage completes whole rounds (lcm of replica counts)."""
+        return math.lcm(*(s.units for s in self.stages))
+
+    def stage_ranks(self, stage: int) -> list[int]:
+        return [r.rank for r in self.ranks if r.role == "stage" and r.stage == stage]
+
+    def ps_ranks(self) -> list[int]:
+        return [r.rank for r in self.ranks if r.role == "ps"]
+
+    def replica_rank(self, stage: int, mini_batch: int) -> int:
+        """The replica of `stage` that handles mini-batch m: m mod k (HeterPS routing)."""
+        ranks = self.stage_ranks(stage)
+        return ranks[mini_batch % len(ranks)]
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> JobSpec:
+        data = json.loads(text)
+        return cls(
+            train=TrainSettings(**data["train"]),
+            stages=tuple(StageSpec(**s) for s in data["stages"]),
+            ranks=tuple(RankSpec(**r) for r in data["ranks"]),
+            ps_shards=data["ps_shards"],
+            start_step=data["start_step"],
+            checkpoint_dir=data["checkpoint_dir"],
+            checkpoint_every=data["checkpoint_every"],
+            backend=data["backend"],
+            report_interval_s=data["report_interval_s"],
+            extra=data["extra"],
+        )
+
+
+def stages_from_plan(plan: Plan) -> tuple[StageSpec, ...]:
+    if not plan.feasible or not plan.stages:
+        raise RunConfigError("plan", f"is not feasible ({plan.reason or 'no stages'}); nothing to run")
+    stages = []
+    for i, stage in enumerate(plan.stages):
+        if not stage.units:
+            raise RunConfigError(f"plan.stages[{i}].units", "has no unit count")
+        stages.append(StageSpec(stage.first, stage.last, stage.resource, stage.units))
+    return tuple(stages)
+
+
+def layout(
+    stages: tuple[StageSpec, ...], binding: dict[str, Target], ps_shards: int
+) -> tuple[RankSpec, ...]:
+    """Ranks in order: stage 1 replicas, stage 2 replicas, ..., then parameter-server shards."""
+    ranks: list[RankSpec] = []
+    for s, stage in enumerate(stages):
+        if stage.resource not in binding:
+            raise RunConfigError(f"bind.{stage.resource}", "the plan uses it but it has no target")
+        target = str(binding[stage.resource])
+        for replica in range(stage.units):
+            ranks.append(RankSpec(len(ranks), "stage", s, replica, target))
+    for shard in range(ps_shards):
+        ranks.append(RankSpec(len(ranks), "ps", -1, shard, "cpu"))
+    return tuple(ranks)
+
+
+def backend_for(ranks: tuple[RankSpec, ...]) -> str:
+    # gloo carries CPU tensors (and the parameter server); NCCL only joins when a GPU is bound.
+    uses_cuda = any(parse_target(r.target).is_cuda for r in ranks)
+    return "cpu:gloo,cuda:nccl" if uses_cuda else "gloo"

@@ -1,0 +1,80 @@
+"""Synchronisation modes: how a stage's replicas combine dense gradients, and how sparse
+gradients reach the parameter server. A registry of small classes; adding a mode (SSP,
+local SGD, ADSP, ASHL in issue 8) is one class plus `@register`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import torch
+import torch.distributed as dist
+
+from heterps_core.runtime.errors import RunConfigError
+
+_MODES: dict[str, type[SyncMode]] = {}
+
+
+class SyncMode:
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    # True: the PS acknowledges each push and answers a pull for round t only after every
+    # replica's round t-1 push is applied, so runs are repeatable. False: fire and forget.
+    ps_synchronous: ClassVar[bool] = True
+
+    def sync_dense(self, params: Sequence[torch.nn.Parameter], group: Any, replicas: int) -> None:
+        """Called after a replica's backward pass, before its optimizer step."""
+
+
+def register(cls: type[SyncMode]) -> type[SyncMode]:
+    if cls.name in _MODES:
+        raise ValueError(f"sync mode {cls.name!r} registered twice")
+    _MODES[cls.name] = cls
+    return cls
+
+
+def names() -> list[str]:
+    return sorted(_MODES)
+
+
+def get(name: str) -> SyncMode:
+    try:
+        return _MODES[name]()
+    except KeyError:
+        raise RunConfigError("sync", f"unknown sync mode {name!r}; known: {', '.join(names())}") from None
+
+
+def all_reduce_mean(params: Sequence[torch.nn.Parameter], group: Any, replicas: int) -> None:
+    """One flat all-reduce of every dense gradient (missing gradients count as zero)."""
+    if replicas <= 1 or not params:
+        return
+    grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
+    flat = torch.cat([g.reshape(-1) for g in grads])
+    dist.all_reduce(flat, group=group)
+    flat /= replicas
+    offset = 0
+    for p in params:
+        n = p.numel()
+        p.grad = flat[offset : offset + n].view_as(p).clone()
+        offset += n
+
+
+@register
+class BSP(SyncMode):
+    name = "bsp"
+    summary = "all-reduce dense gradients every step; synchronous parameter server (repeatable)"
+    ps_synchronous = True
+
+    def sync_dense(self, params: Sequence[torch.nn.Parameter], group: Any, replicas: int) -> None:
+        all_reduce_mean(params, group, replicas)
+
+
+@register
+class AsyncPS(SyncMode):
+    name = "async"
+    summary = "all-reduce dense gradients every step; sparse pushes to the PS are asynchronous"
+    ps_synchronous = False
+
+    def sync_dense(self, params: Sequence[torch.nn.Parameter], group: Any, replicas: int) -> None:
+        all_reduce_mean(params, group, replicas)

@@ -1,0 +1,108 @@
+"""Entry point of one job process: `python -m heterps_core.runtime.worker --store H:P --rank R`.
+
+It joins the job through the rendezvous store (torch.distributed TCPStore), reads the job
+spec there, and runs its stage replica or parameter-server shard. A failure is written to
+the store as `error/RANK` so the launcher can say what went wrong, then the process exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+
+from heterps_core.runtime import sync
+from heterps_core.runtime.binding import Target, parse_target
+from heterps_core.runtime.checkpoint import load_part
+from heterps_core.runtime.metrics import Clock, Reporter
+from heterps_core.runtime.models import resolve_model
+from heterps_core.runtime.ps import ParameterServer
+from heterps_core.runtime.spec import JobSpec, RankSpec
+from heterps_core.runtime.stage import StageWorker
+from heterps_core.runtime.store import connect
+
+GLOO_TIMEOUT = timedelta(seconds=120)
+
+
+def device_of(target: Target) -> str:
+    if target.is_cuda:
+        if not torch.cuda.is_available():
+            raise RuntimeError(f"bound to {target} but this machine has no usable GPU")
+        return f"cuda:{target.index}" if target.kind == "cuda" else "cuda:0"
+    return "cpu"
+
+
+def run_rank(store: dist.TCPStore, rank: int, device_override: str | None = None) -> None:
+    spec = JobSpec.from_json(store.get("job/spec").decode())
+    me = spec.ranks[rank]
+    target = parse_target(device_override or me.target)
+    if target.is_remote:
+        target = Target("cuda") if target.remote_device == "cuda" else Target("cpu")
+    torch.set_num_threads(target.threads)
+    device = device_of(target)
+    if device.startswith("cuda"):
+        torch.cuda.set_device(torch.device(device))
+    dist.init_process_group(
+        spec.backend,
+        store=dist.PrefixStore("pg", store),
+        rank=rank,
+        world_size=spec.world_size,
+        timeout=GLOO_TIMEOUT,
+    )
+    try:
+        # Every rank creates every group, in the same order (torch.distributed requires it).
+        groups = [
+            dist.new_group(spec.stage_ranks(s)) if stage.units > 1 else None
+            for s, stage in enumerate(spec.stages)
+        ]
+        clock = Clock()
+        if me.role == "ps":
+            _serve(spec, me)
+        else:
+            reporter = Reporter(store, rank, clock, spec.report_interval_s)
+            StageWorker(spec, me, device, groups[me.stage], reporter, clock).run()
+    finally:
+        dist.destroy_process_group()
+
+
+def _serve(spec: JobSpec, me: RankSpec) -> None:
+    zoo = resolve_model(spec.train.model)
+    model = zoo.build(zoo.config(spec.train.size), seed=spec.train.seed)
+    server = ParameterServer(spec, me.replica, model, sync.get(spec.train.sync).ps_synchronous)
+    if spec.start_step > 0:
+        assert spec.checkpoint_dir is not None
+        server.load(load_part(spec.checkpoint_dir, spec.start_step, me.rank))
+    server.serve()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m heterps_core.runtime.worker")
+    parser.add_argument("--store", required=True, help="rendezvous store HOST:PORT")
+    parser.add_argument("--rank", type=int, required=True)
+    parser.add_argument("--device", help="override the rank's target (agents pass their own)")
+    args = parser.parse_args(argv)
+    store = connect(args.store)
+    try:
+        run_rank(store, args.rank, args.device)
+    except Exception as exc:
+        traceback.print_exc()
+        try:
+            store.set(f"error/{args.rank}", f"{type(exc).__name__}: {exc}")
+        except Exception:  # the coordinator may already be gone; the exit code still tells
+            pass
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Interpreter teardown with torch loaded takes seconds on a busy machine; nothing is
+    # left to clean up (checkpoints are written atomically, the store has the metrics).
+    os._exit(code)

@@ -1,0 +1,62 @@
+"""`brute`: every assignment, scored by the cost model; the ground truth for small instances."""
+
+from __future__ import annotations
+
+import itertools
+
+from heterps_core.costmodel import infeasible_plan
+from heterps_core.errors import SchedulerError
+from heterps_core.instance import Instance
+from heterps_core.plan import Plan
+from heterps_core.progress import Progress, ProgressCallback
+from heterps_core.schedulers.base import Scheduler
+from heterps_core.schedulers.registry import register
+from heterps_core.schedulers.scoring import AssignmentScorer, Score, better
+
+MAX_ASSIGNMENTS = 2_000_000
+
+
+def assignment_count(instance: Instance) -> int:
+    return len(instance.resources) ** len(instance.layers)
+
+
+@register
+class BruteScheduler(Scheduler):
+    name = "brute"
+    summary = f"Tries all R^L assignments (refuses beyond {MAX_ASSIGNMENTS:,})."
+
+    @classmethod
+    def refusal(cls, instance: Instance) -> str | None:
+        count = assignment_count(instance)
+        if count > MAX_ASSIGNMENTS:
+            return (
+                f"brute force would try {len(instance.resources)}^{len(instance.layers)} = "
+                f"{count:.3g} assignments; the limit is {MAX_ASSIGNMENTS:,}"
+            )
+        return None
+
+    def solve(self, instance: Instance, progress: ProgressCallback) -> Plan:
+        refusal = self.refusal(instance)
+        if refusal:
+            raise SchedulerError(refusal)
+        scorer = AssignmentScorer(instance)
+        total = assignment_count(instance)
+        best: tuple[str, ...] | None = None
+        best_score: Score | None = None
+        step = max(1, total // 20)
+        names = instance.resource_names
+        for done, assignment in enumerate(itertools.product(names, repeat=len(instance.layers))):
+            score = scorer.score(assignment)
+            if better(score, best_score):
+                best, best_score = assignment, score
+            if done % step == 0:
+                progress(Progress(done, total, "enumerating assignments"))
+        assert best is not None and best_score is not None
+        if not best_score.feasible:
+            return infeasible_plan(self.name, _no_plan_reason(scorer, best))
+        return scorer.plan(best, self.name)
+
+
+def _no_plan_reason(scorer: AssignmentScorer, closest: tuple[str, ...]) -> str:
+    plan = scorer.plan(closest, "brute")
+    return f"none of the assignments is feasible; the closest one fails: {plan.reason}"

@@ -1,0 +1,54 @@
+"""The admin has every model and loads for a superuser."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.apps import apps
+from django.contrib import admin
+
+pytestmark = pytest.mark.django_db
+
+OUR_APPS = {"projects", "background", "catalogue"}
+
+
+def test_every_model_of_our_apps_is_registered() -> None:
+    ours = [m for m in apps.get_models() if m._meta.app_label in OUR_APPS]
+    assert ours
+    missing = [m.__name__ for m in ours if not admin.site.is_registered(m)]
+    assert missing == []
+
+
+def test_admin_pages_load_for_a_superuser(admin_client: Any, personas: Any) -> None:
+    assert admin_client.get("/admin/").status_code == 200
+    for model in admin.site._registry:
+        meta = model._meta
+        for page in ("changelist", "add"):
+            url = f"/admin/{meta.app_label}/{meta.model_name}/{'' if page == 'changelist' else 'add/'}"
+            response = admin_client.get(url)
+            assert response.status_code == 200, url
+    url = f"/admin/projects/project/{personas.project.pk}/change/"
+    assert b"Alpha" in admin_client.get(url).content
+
+
+def test_staff_see_only_their_projects_in_the_admin(
+    client: Any, personas: Any, django_user_model: Any
+) -> None:
+    from django.contrib.auth.models import Permission
+
+    from webapp.projects.services import create_project
+
+    create_project(personas.outsider, "Secret")
+    staff = personas.viewer
+    staff.is_staff = True
+    staff.save()
+    staff.user_permissions.add(*Permission.objects.filter(codename__in=[
+        "view_project", "change_project"]))
+    client.force_login(staff)
+    page = client.get("/admin/projects/project/")
+    assert page.status_code == 200
+    assert b"Alpha" in page.content and b"Secret" not in page.content
+    change = client.get(f"/admin/projects/project/{personas.project.pk}/change/")
+    # A viewer may look but not change: the form is read-only (no save button).
+    assert change.status_code == 200 and b'name="_save"' not in change.content

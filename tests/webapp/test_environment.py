@@ -1,0 +1,125 @@
+"""The environment chooses the mode: embedded default vs. PostgreSQL + Redis."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from webapp import environment
+
+REPO = Path(__file__).resolve().parents[2]
+PRODUCTION = {
+    "DATABASE_URL": "postgresql://heterps:pw@db.internal:5432/heterps",
+    "REDIS_URL": "redis://cache.internal:6379/1",
+}
+
+
+def test_no_variables_select_the_embedded_default(tmp_path: Path) -> None:
+    mode = environment.mode({})
+    assert (mode.name, mode.database, mode.channels, mode.broker) == (
+        "embedded", "sqlite", "in-memory", "in-memory")
+    assert mode.embedded_worker
+    db = environment.databases({}, tmp_path)["default"]
+    assert db["ENGINE"] == "django.db.backends.sqlite3"
+    assert db["NAME"] == str(tmp_path / "heterps.sqlite3")
+    layer = environment.channel_layers({})["default"]["BACKEND"]
+    assert layer.endswith("InMemoryChannelLayer")
+    celery = environment.celery_settings({})
+    assert celery["CELERY_BROKER_URL"].startswith("memory://")
+
+
+def test_database_and_redis_urls_select_production(tmp_path: Path) -> None:
+    mode = environment.mode(PRODUCTION)
+    assert mode.name == "production" and not mode.embedded_worker
+    db = environment.databases(PRODUCTION, tmp_path)["default"]
+    assert db["ENGINE"] == "django.db.backends.postgresql"
+    assert (db["HOST"], db["PORT"], db["NAME"], db["USER"]) == (
+        "db.internal", 5432, "heterps", "heterps")
+    layer = environment.channel_layers(PRODUCTION)["default"]
+    assert layer["BACKEND"] == "channels_redis.core.RedisChannelLayer"
+    assert layer["CONFIG"]["hosts"] == [PRODUCTION["REDIS_URL"]]
+    celery = environment.celery_settings(PRODUCTION)
+    assert celery["CELERY_BROKER_URL"] == PRODUCTION["REDIS_URL"]
+    assert celery["CELERY_RESULT_BACKEND"] == PRODUCTION["REDIS_URL"]
+    assert "workers" in mode.describe()
+
+
+def test_a_database_url_that_is_not_postgres_is_refused_by_name(tmp_path: Path) -> None:
+    with pytest.raises(environment.SettingsError, match="DATABASE_URL"):
+        environment.databases({"DATABASE_URL": "mysql://x@y/z"}, tmp_path)
+
+
+def test_flags_accept_common_words_and_name_a_bad_value() -> None:
+    assert environment.flag({"DEBUG": "Yes"}, "DEBUG", default=False) is True
+    assert environment.flag({"DEBUG": "0"}, "DEBUG", default=True) is False
+    assert environment.flag({}, "DEBUG", default=True) is True
+    with pytest.raises(environment.SettingsError, match="DEBUG"):
+        environment.flag({"DEBUG": "maybe"}, "DEBUG", default=False)
+
+
+def test_local_secret_key_is_random_and_kept(tmp_path: Path) -> None:
+    first = environment.secret_key({}, tmp_path)
+    assert len(first) >= 50
+    assert environment.secret_key({}, tmp_path) == first
+    assert environment.secret_key({}, tmp_path / "other") != first
+    assert environment.secret_key({"SECRET_KEY": "from-env"}, tmp_path) == "from-env"
+
+
+def test_allowed_hosts_default_to_local_names() -> None:
+    assert "127.0.0.1" in environment.allowed_hosts({})
+    assert environment.allowed_hosts({"ALLOWED_HOSTS": "a.example, b.example"}) == [
+        "a.example", "b.example"]
+
+
+def _django(env: dict[str, str], code: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items()
+             if k not in {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "DEBUG", "ALLOWED_HOSTS"}}
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, env=clean | env,
+        capture_output=True, text=True, timeout=120,
+    )
+
+
+SHOW = (
+    "import json, django; django.setup(); from django.conf import settings as s; "
+    "print(json.dumps([s.MODE.name, s.DATABASES['default']['ENGINE'], "
+    "s.CHANNEL_LAYERS['default']['BACKEND'], s.CELERY_BROKER_URL, s.DEBUG]))"
+)
+
+
+@pytest.mark.slow
+def test_settings_module_follows_the_environment(tmp_path: Path) -> None:
+    base = {"DJANGO_SETTINGS_MODULE": "webapp.settings", "HETERPS_VAR_DIR": str(tmp_path)}
+    embedded = _django(base, SHOW)
+    assert embedded.returncode == 0, embedded.stderr
+    name, engine, layer, broker, debug = json.loads(embedded.stdout)
+    assert (name, engine, broker, debug) == (
+        "embedded", "django.db.backends.sqlite3", "memory://localhost/", False)
+    assert layer.endswith("ThreadSafeInMemoryChannelLayer")
+
+    production = _django(base | PRODUCTION, SHOW)
+    assert production.returncode == 0, production.stderr
+    name, engine, layer, broker, _ = json.loads(production.stdout)
+    assert (name, engine, broker) == (
+        "production", "django.db.backends.postgresql", PRODUCTION["REDIS_URL"])
+    assert layer == "channels_redis.core.RedisChannelLayer"
+
+
+@pytest.mark.slow
+def test_check_deploy_passes_with_production_variables(tmp_path: Path) -> None:
+    env = PRODUCTION | {
+        "SECRET_KEY": "k" * 20 + "Z9-x_" * 10,
+        "ALLOWED_HOSTS": "heterps.example.com",
+        "DEBUG": "0",
+        "HETERPS_VAR_DIR": str(tmp_path),
+    }
+    result = _django(env, "import sys; from django.core.management import "
+                     "execute_from_command_line as run; "
+                     "run(['manage.py', 'check', '--deploy', '--fail-level', 'WARNING'])")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no issues" in result.stdout

@@ -1,0 +1,1 @@
+"""The HeterPS web application: Django project settings, ASGI entry point and apps."""

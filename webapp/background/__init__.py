@@ -1,0 +1,1 @@
+"""Background work: one record per long action, progress pushed live to websockets."""

@@ -1,0 +1,61 @@
+"""Websocket: live state of one background-work record at /ws/work/<id>/.
+
+Permission is checked on connect and again on every event, so a member who is removed
+stops receiving updates at once. Anonymous users and outsiders are refused alike (close
+code 4404), which tells an outsider nothing about whether the record exists.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+
+from webapp.background.models import Work
+from webapp.background.services import group_name, state
+from webapp.projects.permissions import Action, AnyUser, can
+
+CLOSE_NOT_FOUND = 4404
+
+
+class WorkConsumer(AsyncJsonWebsocketConsumer):
+    work_id: int
+
+    async def connect(self) -> None:
+        self.work_id = int(self.scope["url_route"]["kwargs"]["work_id"])
+        current = await self._visible_state()
+        if current is None:
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
+        await self.channel_layer.group_add(group_name(self.work_id), self.channel_name)
+        await self.accept()
+        # The current state first, so a reloaded page is right before the next event.
+        await self.send_json({"work": current})
+
+    async def disconnect(self, code: int) -> None:
+        if hasattr(self, "work_id"):
+            await self.channel_layer.group_discard(group_name(self.work_id), self.channel_name)
+
+    async def work_event(self, event: dict[str, Any]) -> None:
+        if not await self._allowed():
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
+        await self.send_json({"work": event["work"]})
+
+    @database_sync_to_async
+    def _visible_state(self) -> dict[str, Any] | None:
+        work = Work.objects.filter(pk=self.work_id).first()
+        if work is None or not can(self._user(), work.project_id, Action.VIEW):
+            return None
+        return state(work)
+
+    @database_sync_to_async
+    def _allowed(self) -> bool:
+        project_id = Work.objects.filter(pk=self.work_id).values_list("project_id", flat=True)
+        first = project_id.first()
+        return first is not None and can(self._user(), first, Action.VIEW)
+
+    def _user(self) -> AnyUser:
+        user: AnyUser = self.scope["user"]
+        return user

@@ -1,0 +1,41 @@
+"""A resource type of the spec (§1): `count` identical units with a price, memory, network."""
+
+from __future__ import annotations
+
+from django.core.validators import MinValueValidator
+from django.db import models
+
+from heterps_core.instance import Resource
+from webapp.projects.models import ProjectOwned
+
+
+class ResourceType(ProjectOwned):
+    name = models.CharField(max_length=60)
+    kind = models.CharField(max_length=30, help_text="cpu, gpu, ...")
+    price_per_hour = models.FloatField(
+        validators=[MinValueValidator(0.0)], help_text="dollars per unit-hour"
+    )
+    count = models.PositiveIntegerField(validators=[MinValueValidator(1)])
+    memory_gb = models.FloatField(validators=[MinValueValidator(0.001)], help_text="GB per unit")
+    network_gbps = models.FloatField(
+        validators=[MinValueValidator(0.001)], help_text="Gbit/s per unit"
+    )
+
+    class Meta:
+        ordering = ["project", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "name"], name="resource_name_per_project")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.kind}, ${self.price_per_hour}/h per unit)"
+
+    def to_core(self) -> Resource:
+        return Resource(
+            name=self.name,
+            kind=self.kind,
+            price_per_hour=self.price_per_hour,
+            count=self.count,
+            memory_gb=self.memory_gb,
+            network_gbps=self.network_gbps,
+        )

@@ -1,0 +1,1 @@
+"""The dashboard: the landing page after login."""

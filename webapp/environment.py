@@ -1,0 +1,152 @@
+"""Which runtime mode the environment selects, as pure functions of an env mapping.
+
+Settings call these with `os.environ`; tests call them with plain dicts, so both modes are
+tested without re-importing settings.
+
+- embedded (no variables): SQLite under var/, in-memory channel layer, Celery on an
+  in-memory broker with a worker thread inside the server process;
+- production (`DATABASE_URL` and/or `REDIS_URL`): PostgreSQL through psycopg 3, channels-redis,
+  Celery on Redis with separate `celery -A workers worker` processes.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import dj_database_url
+
+TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
+FALSE_WORDS = frozenset({"0", "false", "no", "off", ""})
+
+
+class SettingsError(ValueError):
+    """An environment variable has a value we cannot use; names the variable."""
+
+    def __init__(self, name: str, problem: str) -> None:
+        super().__init__(f"{name}: {problem}")
+        self.name = name
+
+
+@dataclass(frozen=True)
+class Mode:
+    """What the environment selected, in words the server logs at start-up."""
+
+    database: str  # "sqlite" or "postgresql"
+    channels: str  # "in-memory" or "redis"
+    broker: str  # "in-memory" or "redis"
+
+    @property
+    def embedded_worker(self) -> bool:
+        # With an in-memory broker only a worker in the same process can see the queue.
+        return self.broker == "in-memory"
+
+    @property
+    def name(self) -> str:
+        if self.database == "sqlite" and self.broker == "in-memory":
+            return "embedded"
+        if self.database == "postgresql" and self.broker == "redis":
+            return "production"
+        return "mixed"
+
+    def describe(self) -> str:
+        worker = (
+            "Celery worker inside this process"
+            if self.embedded_worker
+            else "Celery workers started with `celery -A workers worker`"
+        )
+        return (
+            f"HeterPS {self.name} mode: database {self.database}, "
+            f"channel layer {self.channels}, broker {self.broker} ({worker})"
+        )
+
+
+def flag(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name)
+    if raw is None:
+        return default
+    word = raw.strip().lower()
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
+    raise SettingsError(name, f"must be 1/0, true/false, yes/no or on/off, got {raw!r}")
+
+
+def mode(env: Mapping[str, str]) -> Mode:
+    database = "postgresql" if env.get("DATABASE_URL") else "sqlite"
+    redis = "redis" if env.get("REDIS_URL") else "in-memory"
+    return Mode(database=database, channels=redis, broker=redis)
+
+
+def databases(env: Mapping[str, str], var_dir: Path) -> dict[str, Any]:
+    url = env.get("DATABASE_URL")
+    if not url:
+        return {
+            "default": {
+                "ENGINE": "django.db.backends.sqlite3",
+                "NAME": str(var_dir / "heterps.sqlite3"),
+                # The in-process worker thread writes while requests read.
+                "OPTIONS": {"timeout": 20},
+            }
+        }
+    if not url.startswith(("postgres://", "postgresql://")):
+        raise SettingsError("DATABASE_URL", "must be a postgresql:// URL")
+    config = dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True)
+    config["ENGINE"] = "django.db.backends.postgresql"  # psycopg 3 is the installed driver
+    return {"default": config}
+
+
+def channel_layers(env: Mapping[str, str]) -> dict[str, Any]:
+    url = env.get("REDIS_URL")
+    if not url:
+        return {"default": {"BACKEND": "webapp.background.layers.ThreadSafeInMemoryChannelLayer"}}
+    return {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [url], "prefix": "heterps"},
+        }
+    }
+
+
+def celery_settings(env: Mapping[str, str]) -> dict[str, Any]:
+    """Celery options, as Django settings with the CELERY_ prefix."""
+    url = env.get("REDIS_URL")
+    common: dict[str, Any] = {
+        "CELERY_TASK_SERIALIZER": "json",
+        "CELERY_ACCEPT_CONTENT": ["json"],
+        "CELERY_TASK_ACKS_LATE": True,
+        "CELERY_WORKER_PREFETCH_MULTIPLIER": 1,
+        "CELERY_TASK_DEFAULT_QUEUE": "default",
+        "CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP": True,
+    }
+    if not url:
+        return common | {
+            "CELERY_BROKER_URL": "memory://localhost/",
+            "CELERY_RESULT_BACKEND": "cache+memory://",
+        }
+    return common | {"CELERY_BROKER_URL": url, "CELERY_RESULT_BACKEND": url}
+
+
+def secret_key(env: Mapping[str, str], var_dir: Path) -> str:
+    """`SECRET_KEY`, or a random key kept under var/ so local sessions survive restarts."""
+    key = env.get("SECRET_KEY")
+    if key:
+        return key
+    path = var_dir / "secret_key"
+    if path.exists():
+        return path.read_text().strip()
+    var_dir.mkdir(parents=True, exist_ok=True)
+    key = secrets.token_urlsafe(50)
+    path.write_text(key + "\n")
+    path.chmod(0o600)
+    return key
+
+
+def allowed_hosts(env: Mapping[str, str]) -> list[str]:
+    raw = env.get("ALLOWED_HOSTS", "")
+    hosts = [h.strip() for h in raw.split(",") if h.strip()]
+    return hosts or ["127.0.0.1", "localhost", "[::1]"]

@@ -1,0 +1,1 @@
+"""/healthz: is the database, the channel layer and the Celery broker reachable?"""

@@ -1,0 +1,1 @@
+"""Operations: the management commands that install and start the server."""

@@ -1,0 +1,58 @@
+"""`manage.py up`: migrate, admin account once, demo data, then serve HTTP + websockets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandParser
+
+from webapp.demo import load_demo
+from webapp.ops.services import ensure_admin
+
+
+class Command(BaseCommand):
+    help = "Migrate, create the admin account once, load demo data and start the server."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument("--no-demo", action="store_true", help="skip the demo data")
+        parser.add_argument(
+            "--worker-threads", type=int, default=2,
+            help="threads of the embedded Celery worker (embedded mode only)",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        self.stdout.write(settings.MODE.describe())
+        call_command("migrate", interactive=False, verbosity=0)
+        admin, password = ensure_admin()
+        if password:
+            self.stdout.write(self.style.WARNING(
+                f"\nCreated the admin account. Username: {admin.get_username()}  "
+                f"Password: {password}\nThis password is shown only now "
+                "(change it later with `manage.py changepassword`).\n"
+            ))
+        if not options["no_demo"]:
+            for name, created in load_demo(admin).items():
+                self.stdout.write(f"demo {name}: {created} new")
+        worker = None
+        if settings.MODE.embedded_worker:
+            from workers import embedded
+
+            worker = embedded.start(concurrency=options["worker_threads"])
+        url = f"http://{options['host']}:{options['port']}/"
+        self.stdout.write(self.style.SUCCESS(f"Serving HeterPS on {url} (Ctrl-C stops)"))
+        try:
+            self._serve(options["host"], options["port"])
+        finally:
+            if worker is not None:
+                worker.stop()
+
+    def _serve(self, host: str, port: int) -> None:
+        from daphne.cli import CommandLineInterface
+
+        CommandLineInterface().run(
+            ["--bind", host, "--port", str(port), "--proxy-headers", "webapp.asgi:application"]
+        )

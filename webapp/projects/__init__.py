@@ -1,0 +1,1 @@
+"""Projects and memberships: everything a user creates belongs to a project."""

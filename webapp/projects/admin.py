@@ -1,0 +1,82 @@
+"""Admin for projects, plus `ProjectScopedAdmin`: the base for every project-owned model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from webapp.projects.models import Membership, Project
+from webapp.projects.permissions import Action, can, visible, visible_projects
+
+
+class ProjectScopedAdmin(admin.ModelAdmin):
+    """Staff see and change only rows of projects where their role allows it; a
+    superuser sees everything (they run the installation)."""
+
+    project_field = "project"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        queryset = super().get_queryset(request)
+        if request.user.is_superuser:
+            return queryset
+        return visible(request.user, queryset, self.project_field)
+
+    def _allowed(self, request: HttpRequest, obj: Any, action: Action) -> bool:
+        if request.user.is_superuser or obj is None:
+            return True
+        return can(request.user, self._project_id(obj), action)
+
+    def _project_id(self, obj: Any) -> int:
+        return int(obj.project_id)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        allowed = super().has_change_permission(request, obj)
+        return allowed and self._allowed(request, obj, Action.EDIT)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        allowed = super().has_delete_permission(request, obj)
+        return allowed and self._allowed(request, obj, Action.EDIT)
+
+    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name == "project" and not request.user.is_superuser:
+            kwargs["queryset"] = visible_projects(request.user)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 0
+    autocomplete_fields = ["user"]
+
+
+@admin.register(Project)
+class ProjectAdmin(ProjectScopedAdmin):
+    list_display = ["name", "created_at"]
+    search_fields = ["name"]
+    inlines = [MembershipInline]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        if request.user.is_superuser:
+            return Project.objects.all()
+        return visible_projects(request.user)
+
+    def _project_id(self, obj: Any) -> int:
+        return int(obj.pk)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        allowed = admin.ModelAdmin.has_change_permission(self, request, obj)
+        return allowed and self._allowed(request, obj, Action.MANAGE)
+
+
+@admin.register(Membership)
+class MembershipAdmin(ProjectScopedAdmin):
+    list_display = ["project", "user", "role"]
+    list_filter = ["role"]
+    autocomplete_fields = ["user", "project"]
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        allowed = admin.ModelAdmin.has_change_permission(self, request, obj)
+        return allowed and self._allowed(request, obj, Action.MANAGE)

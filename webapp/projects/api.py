@@ -1,0 +1,53 @@
+"""REST API for projects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+from rest_framework import mixins, serializers, viewsets
+
+from webapp.projects import services
+from webapp.projects.models import Membership, Project
+from webapp.projects.permissions import role_of, visible_projects
+
+
+class MembershipSerializer(serializers.ModelSerializer):
+    username = serializers.CharField(source="user.get_username", read_only=True)
+
+    class Meta:
+        model = Membership
+        fields = ["username", "role"]
+
+
+class ProjectSerializer(serializers.ModelSerializer):
+    memberships = MembershipSerializer(many=True, read_only=True)
+    my_role = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Project
+        fields = ["id", "name", "description", "created_at", "my_role", "memberships"]
+        read_only_fields = ["id", "created_at"]
+
+    def get_my_role(self, project: Project) -> str | None:
+        return role_of(self.context["request"].user, project)
+
+
+class ProjectViewSet(
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Projects you are a member of; creating one makes you its owner."""
+
+    serializer_class = ProjectSerializer
+
+    def get_queryset(self) -> QuerySet[Project]:
+        return visible_projects(self.request.user).prefetch_related("memberships__user")
+
+    def perform_create(self, serializer: Any) -> None:
+        data = serializer.validated_data
+        serializer.instance = services.create_project(
+            self.request.user, data["name"], data.get("description", "")
+        )

@@ -1,0 +1,14 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+
+urlpatterns = [
+    path("", include("webapp.dashboard.urls")),
+    path("projects/", include("webapp.projects.urls")),
+    path("work/", include("webapp.background.urls")),
+    path("healthz", include("webapp.health.urls")),
+    path("api/", include("webapp.api_urls")),
+    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("admin/", admin.site.urls),
+]

@@ -1,0 +1,14 @@
+"""The Celery app. Its broker follows the Django settings (in-memory or Redis)."""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
+
+app = Celery("heterps")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+# Task modules register themselves on import; keep the list in one place.
+app.conf.imports = ["workers.tasks"]
