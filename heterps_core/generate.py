@@ -119,9 +119,8 @@ def _layers(rng: random.Random, n: int, kinds: list[_Kind], batch: int) -> tuple
     scale = min(1.0, 24 / n) * batch / 1000
     layers = []
     for i, kind in enumerate(kinds_of):
-        layers.append(
-            _embedding(rng, i, kinds, scale) if kind == "embedding" else _dense(rng, i, kinds, scale)
-        )
+        make = _embedding if kind == "embedding" else _dense
+        layers.append(make(rng, i, kinds, scale))
     return tuple(layers)
 
 

@@ -37,6 +37,13 @@ def service_url(variable: str, local: str, port: int) -> str | None:
     return local if _answers("127.0.0.1", port) else None
 
 
+def pytest_report_header() -> str:
+    # The first lines of every run (and of the CI log) say which services the tests use.
+    from webapp.environment import mode
+
+    return mode(os.environ).describe()
+
+
 @pytest.fixture(scope="session")
 def redis_url() -> str:
     url = service_url("REDIS_URL", LOCAL_REDIS, 6379)
@@ -51,6 +58,16 @@ def postgres_url() -> str:
     if url is None:
         pytest.skip("no PostgreSQL: set DATABASE_URL or start it on 127.0.0.1:5432")
     return url
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: None) -> None:
+    # Threads (consumers, live server, sync_to_async) keep persistent connections open,
+    # and PostgreSQL will not drop a test database that still has sessions.
+    from django.db import connections
+
+    for alias in connections:
+        connections.settings[alias]["CONN_MAX_AGE"] = 0
 
 
 @dataclass

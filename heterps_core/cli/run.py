@@ -22,20 +22,30 @@ class RunCommand(Command):
         parser.add_argument("plan", help="plan JSON file (from `heterps plan ... --json`)")
         parser.add_argument("--model", required=True, help="zoo model name (or module:Class)")
         parser.add_argument("--steps", type=int, required=True, help="mini-batches to train")
-        parser.add_argument("--bind", help="resource=target list, e.g. cpu=cpu,gpu-v100=cuda:0 "
-                            "(targets: cpu, cpu:THREADS, cuda:N, remote); default all cpu")
+        parser.add_argument(
+            "--bind",
+            help="resource=target list, e.g. cpu=cpu,gpu-v100=cuda:0 "
+            "(targets: cpu, cpu:THREADS, cuda:N, remote); default all cpu",
+        )
         parser.add_argument("--size", default="small", help="model size (default: small)")
         parser.add_argument("--batch-size", type=int, help="default: the model's own")
-        parser.add_argument("--micro-batches", type=int, help="default: 1, or 4 with several stages")
+        parser.add_argument(
+            "--micro-batches", type=int, help="default: 1, or 4 with several stages"
+        )
         parser.add_argument("--sync", default="bsp", help="sync mode: bsp (default) or async")
         parser.add_argument("--lr", type=float, default=0.05, help="SGD learning rate")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--ps-shards", type=int, default=1, help="parameter-server processes")
         parser.add_argument("--checkpoint-dir", help="write checkpoints here")
         parser.add_argument("--checkpoint-every", type=int, help="steps between checkpoints")
-        parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint")
-        parser.add_argument("--host", default="127.0.0.1",
-                            help="coordinator address agents connect to (0.0.0.0: all interfaces)")
+        parser.add_argument(
+            "--resume", action="store_true", help="continue from the last checkpoint"
+        )
+        parser.add_argument(
+            "--host",
+            default="127.0.0.1",
+            help="coordinator address agents connect to (0.0.0.0: all interfaces)",
+        )
         parser.add_argument("--port", type=int, default=0, help="coordinator port (default: free)")
         parser.add_argument("--json", action="store_true", help="print the summary as JSON")
 
@@ -54,13 +64,24 @@ class RunCommand(Command):
             raise InstanceError("batch-size", f"must be at least 1, got {batch_size}")
         micro = args.micro_batches or (4 if len(plan.stages) > 1 else 1)
         train = TrainSettings(
-            model=args.model, steps=args.steps, batch_size=batch_size, seed=args.seed,
-            size=args.size, lr=args.lr, micro_batches=micro, sync=args.sync,
+            model=args.model,
+            steps=args.steps,
+            batch_size=batch_size,
+            seed=args.seed,
+            size=args.size,
+            lr=args.lr,
+            micro_batches=micro,
+            sync=args.sync,
         )
         config = RunConfig(
-            plan=plan, train=train, binding=parse_binding(args.bind, plan_resources(plan)),
-            ps_shards=args.ps_shards, checkpoint_dir=args.checkpoint_dir,
-            checkpoint_every=args.checkpoint_every, resume=args.resume, host=args.host,
+            plan=plan,
+            train=train,
+            binding=parse_binding(args.bind, plan_resources(plan)),
+            ps_shards=args.ps_shards,
+            checkpoint_dir=args.checkpoint_dir,
+            checkpoint_every=args.checkpoint_every,
+            resume=args.resume,
+            host=args.host,
             port=args.port,
         )
         line = ProgressLine(sys.stderr)
@@ -90,7 +111,11 @@ class RunCommand(Command):
         predicted = f" (plan: {plan.throughput:,.0f})" if plan.throughput else ""
         print(f"trained steps {result.start_step}..{result.steps} in {result.elapsed_s:.1f} s")
         print(f"throughput {result.throughput:,.0f} samples/s{predicted}")
-        print(f"loss {loss:.4f} (mean of the last {len(tail)} steps)" if loss is not None else "loss -")
+        print(
+            f"loss {loss:.4f} (mean of the last {len(tail)} steps)"
+            if loss is not None
+            else "loss -"
+        )
         print(f"cost ${result.cost:.6f} at ${plan.cost_per_hour or 0:.3f} per hour")
         if result.checkpoint_step is not None:
             print(f"checkpoint at step {result.checkpoint_step} in {args.checkpoint_dir}")
@@ -104,9 +129,12 @@ def plan_resources(plan: Plan) -> list[str]:
 class ProgressLine:
     """One live line on a terminal; one line per sample elsewhere (logs, CI)."""
 
+    LOG_EVERY_S = 5.0
+
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
         self.live = stream.isatty()
+        self._logged_at = -self.LOG_EVERY_S
 
     def __call__(self, sample: object) -> None:
         from heterps_core.runtime.metrics import MetricsSample
@@ -114,12 +142,15 @@ class ProgressLine:
         assert isinstance(sample, MetricsSample)
         loss = "-" if sample.loss is None else f"{sample.loss:.4f}"
         busy = "/".join(f"{s.busy_fraction:.0%}" for s in sample.stages)
-        text = (f"step {sample.step}/{sample.total_steps}  {sample.samples_per_s:,.0f} samples/s  "
-                f"loss {loss}  busy {busy}  ${sample.cost:.6f}")
+        text = (
+            f"step {sample.step}/{sample.total_steps}  {sample.samples_per_s:,.0f} samples/s  "
+            f"loss {loss}  busy {busy}  ${sample.cost:.6f}"
+        )
         if self.live:
             self.stream.write("\r" + text.ljust(79))
-        else:
+        elif sample.final or sample.elapsed_s - self._logged_at >= self.LOG_EVERY_S:
             self.stream.write(text + "\n")
+            self._logged_at = sample.elapsed_s
         self.stream.flush()
 
     def close(self) -> None:

@@ -29,6 +29,7 @@ import torch
 from heterps_core.dataparallel.compression import VALUE_BYTES, Payload, dense
 from heterps_core.dataparallel.config import TrainConfig
 from heterps_core.dataparallel.data import ShardStream
+from heterps_core.dataparallel.errors import DataParallelError
 from heterps_core.dataparallel.evaluation import evaluate
 from heterps_core.dataparallel.events import (
     CommitEvent,
@@ -48,7 +49,7 @@ from heterps_core.dataparallel.profiling import profile_workers, wire_s
 from heterps_core.dataparallel.result import TrainResult, WorkerSummary
 from heterps_core.dataparallel.stragglers import StragglerDetector, balanced_batches
 from heterps_core.dataparallel.worker import Worker
-from heterps_core.zoo.base import Batch, ModelConfig, ZooModel
+from heterps_core.zoo.base import Batch, ChainModel, ModelConfig, ZooModel
 
 CancelHook = Callable[[], bool]
 
@@ -130,10 +131,10 @@ def _stream(zoo_model: ZooModel, model_config: ModelConfig, config: TrainConfig,
     return ShardStream(iter(zoo_model.batches(model_config, config.batch_size, seed=seed)))
 
 
-def _make_workers(zoo_model: ZooModel, model_config: ModelConfig, model: torch.nn.Module,
+def _make_workers(zoo_model: ZooModel, model_config: ModelConfig, model: ChainModel,
                   config: TrainConfig) -> list[Worker]:
     return [
-        Worker(w, copy.deepcopy(model), _stream(zoo_model, model_config, config, 1 + w),  # type: ignore[arg-type]
+        Worker(w, copy.deepcopy(model), _stream(zoo_model, model_config, config, 1 + w),
                config.batch_size, config.lr, config.momentum)
         for w in range(config.workers)
     ]
@@ -187,8 +188,6 @@ class _Engine:
             lambda w: _stream(self.spec.zoo_model, self.spec.model_config, cfg, 500 + w),
         )
         if len(profile) != cfg.workers:
-            from heterps_core.dataparallel.errors import DataParallelError
-
             raise DataParallelError("profile", f"has {len(profile)} workers, the job {cfg.workers}")
         self.profile = profile
         self.emit(ProfileEvent(profile))
@@ -215,7 +214,7 @@ class _Engine:
             _Kind.EVAL: lambda t, _w: self._evaluate(t, reschedule=True),
         }
         while self.heap and not self.stopped:
-            t, _, kind, worker = heapq.heappop(self.heap)
+            t, kind, _, worker = heapq.heappop(self.heap)
             if t > self.cfg.duration_s:
                 self.now, self.stopped = self.cfg.duration_s, "duration"
                 break
@@ -227,7 +226,7 @@ class _Engine:
 
     def _schedule(self, t: float, kind: _Kind, worker: int) -> None:
         self.seq += 1
-        heapq.heappush(self.heap, (t, self.seq, int(kind), worker))
+        heapq.heappush(self.heap, (t, int(kind), self.seq, worker))
 
     # -- a worker's round ------------------------------------------------------------------
 
@@ -316,7 +315,7 @@ class _Engine:
     def _push(self, t: float, w: int) -> None:
         rnd = self.rounds[w]
         assert rnd is not None and rnd.payload is not None
-        self.theta.add_(rnd.payload.update, alpha=self.mode.push_scale(self.cfg.workers))
+        self.theta.add_(rnd.payload.update)
         lag = self.version - rnd.pulled_version
         self.version += 1
         self.clocks[w] += 1

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from heterps_core.progress import Progress, ProgressCallback
+
 
 @dataclass(frozen=True)
 class WorkerProfile:
@@ -114,3 +116,16 @@ def event_to_dict(event: TrainEvent) -> dict[str, Any]:
     """A JSON-ready dict with the event's kind, e.g. ``{"event": "step", ...}``."""
     kind = type(event).__name__.removesuffix("Event").lower()
     return {"event": kind, **asdict(event)}
+
+
+def progress_metrics(callback: ProgressCallback, total_steps: int) -> MetricsCallback:
+    """Adapts the event stream to the project's one progress interface (one per evaluation)."""
+
+    def forward(event: TrainEvent) -> None:
+        if isinstance(event, EvalEvent):
+            quality = "" if event.auc is None else f"  AUC {event.auc:.4f}"
+            callback(Progress(event.global_step, total_steps,
+                              f"t={event.time_s:.3f} s  held-out loss {event.loss:.4f}{quality}",
+                              event_to_dict(event)))
+
+    return forward

@@ -44,19 +44,21 @@ def describe(device: torch.device, threads: int) -> DeviceInfo:
     return DeviceInfo(str(device), threads, name, torch.__version__)
 
 
-def calibrate(device: torch.device, info: DeviceInfo) -> DeviceRates:
+def calibrate(device: torch.device, info: DeviceInfo, clock: str = "wall") -> DeviceRates:
     """Achievable rates of `device`: the reference of every roofline estimate."""
     big = device.type == "cuda"
     n = 4096 if big else 1024
     a = torch.randn(n, n, device=device)
     b = torch.randn(n, n, device=device)
-    gemm = time_repeats(lambda: None, lambda _: torch.mm(a, b), 2, 5, device)
-    elements = (256 if big else 16) * 2**20  # 1 GiB / 64 MiB of float32: far beyond caches
+    gemm = time_repeats(lambda: None, lambda _: torch.mm(a, b), 2, 5, device, clock)
+    # 1 GiB of float32 on a GPU, 256 MiB on a CPU: beyond the last-level cache of big server
+    # parts (up to 256+ MB of L3 on recent EPYCs), so this is DRAM bandwidth.
+    elements = 256 * 2**20 if big else 64 * 2**20
     src = torch.empty(elements, device=device).uniform_()
     dst = torch.empty_like(src)
-    copy = time_repeats(lambda: None, lambda _: dst.copy_(src), 2, 5, device)
+    copy = time_repeats(lambda: None, lambda _: dst.copy_(src), 2, 5, device, clock)
     one = torch.ones(1, device=device)
-    tiny = time_repeats(lambda: None, lambda _: _hundred_adds(one), 2, 9, device)
+    tiny = time_repeats(lambda: None, lambda _: _hundred_adds(one), 2, 9, device, clock)
     return DeviceRates(
         name=info.label,
         flops_per_s=2 * n**3 / gemm.median_s,

@@ -19,7 +19,7 @@ from torch import nn
 from heterps_core.errors import HeterPSError
 from heterps_core.profiler.calibrate import calibrate, describe, utc_now
 from heterps_core.profiler.counting import count_ops
-from heterps_core.profiler.measure import Measurement, time_repeats
+from heterps_core.profiler.measure import CLOCKS, Measurement, time_repeats
 from heterps_core.profiler.result import LayerProfile, ModelProfile
 from heterps_core.progress import Progress, ProgressCallback, no_progress
 from heterps_core.zoo.base import Batch, ChainModel, LayerSpec, layer_specs
@@ -41,6 +41,7 @@ class ProfileOptions:
     warmup: int = 3
     repeats: int = 10
     optimizer: str = "adam"
+    clock: str = "wall"
 
     def check(self) -> torch.device:
         """The torch device, or a ProfileError naming the bad option."""
@@ -48,6 +49,11 @@ class ProfileOptions:
             raise ProfileError(f"--threads must be at least 1, got {self.threads}")
         if self.repeats < 1 or self.warmup < 0:
             raise ProfileError("--repeats must be at least 1 and --warmup at least 0")
+        if self.clock not in CLOCKS:
+            raise ProfileError(f"--clock must be one of {', '.join(CLOCKS)}, got {self.clock!r}")
+        if self.clock == "cpu" and (self.device != "cpu" or self.threads != 1):
+            raise ProfileError("--clock cpu needs --device cpu --threads 1 (it counts the CPU "
+                               "time of one thread, so other threads' work would be missed)")
         if self.optimizer not in OPTIMIZER_STATE:
             raise ProfileError(f"--optimizer must be one of {', '.join(OPTIMIZER_STATE)}")
         try:
@@ -97,8 +103,9 @@ class StageRunner:
         else:
             out.backward(self.grad_out)
 
-    def time(self, warmup: int, repeats: int, device: torch.device) -> Measurement:
-        return time_repeats(self.prepare, self.run, warmup, repeats, device)
+    def time(self, warmup: int, repeats: int, device: torch.device,
+             clock: str = "wall") -> Measurement:
+        return time_repeats(self.prepare, self.run, warmup, repeats, device, clock)
 
 
 def boundary_tensors(model: ChainModel, inputs: Any) -> list[Any]:
@@ -130,7 +137,7 @@ def profile_chain(
     with torch_threads(options.threads):
         info = describe(device, options.threads)
         progress(Progress(0, n, "calibrating the device"))
-        reference = calibrate(device, info)
+        reference = calibrate(device, info, options.clock)
         model = model.to(device).train()
         inputs = _to_device(batch[0], device)
         labels = batch[1].to(device)
@@ -163,7 +170,7 @@ def _profile_layer(
     runner = StageRunner(model, boundaries, labels, i, i)
     ops = count_ops(lambda: runner.run(runner.prepare()))
     sparse_bytes = _sparse_row_bytes(runner.params)
-    time = runner.time(options.warmup, options.repeats, device)
+    time = runner.time(options.warmup, options.repeats, device, options.clock)
     dense_state, sparse_state = OPTIMIZER_STATE[options.optimizer]
     param_bytes = spec.parameters * FLOAT_BYTES
     optimizer_bytes = param_bytes * (sparse_state if spec.is_sparse else dense_state)

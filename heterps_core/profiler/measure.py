@@ -12,6 +12,11 @@ import torch
 
 T = TypeVar("T")
 
+# "cpu" counts only the CPU time of the calling thread, so time slices taken by other
+# processes on a shared machine do not count. It is exact only when all work runs on that
+# thread: a CPU device with one torch thread (the autograd engine runs CPU backward there too).
+CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.thread_time}
+
 
 @dataclass(frozen=True)
 class Measurement:
@@ -24,6 +29,7 @@ class Measurement:
     p90_s: float
     repeats: int
     warmup: int
+    clock: str = "wall"  # "wall": elapsed time; "cpu": this thread's CPU time (see CLOCKS)
 
     @property
     def spread(self) -> float:
@@ -38,10 +44,10 @@ class Measurement:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Measurement:
         return cls(**{k: data[k] for k in ("median_s", "min_s", "max_s", "p10_s", "p90_s",
-                                          "repeats", "warmup")})
+                                          "repeats", "warmup")}, clock=data.get("clock", "wall"))
 
     @classmethod
-    def of(cls, samples: list[float], warmup: int) -> Measurement:
+    def of(cls, samples: list[float], warmup: int, clock: str = "wall") -> Measurement:
         ordered = sorted(samples)
         return cls(
             median_s=statistics.median(ordered),
@@ -51,6 +57,7 @@ class Measurement:
             p90_s=_quantile(ordered, 0.9),
             repeats=len(ordered),
             warmup=warmup,
+            clock=clock,
         )
 
 
@@ -60,21 +67,23 @@ def time_repeats(
     warmup: int,
     repeats: int,
     device: torch.device,
+    clock: str = "wall",
 ) -> Measurement:
     """Time `run(prepare())`; only `run` is inside the timed region."""
     if repeats < 1:
         raise ValueError("repeats must be at least 1")
+    timer = CLOCKS[clock]
     for _ in range(warmup):
         run(prepare())
     samples = []
     for _ in range(repeats):
         state = prepare()
         synchronize(device)
-        start = time.perf_counter()
+        start = timer()
         run(state)
         synchronize(device)
-        samples.append(time.perf_counter() - start)
-    return Measurement.of(samples, warmup)
+        samples.append(timer() - start)
+    return Measurement.of(samples, warmup, clock)
 
 
 def synchronize(device: torch.device) -> None:

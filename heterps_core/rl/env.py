@@ -31,6 +31,7 @@ from heterps_core.rl.features import (
 )
 from heterps_core.rl.reward import INFEASIBLE_PENALTY, Rewarder
 
+OBSERVATION_BOUND = 100.0  # features are logs and ratios; clipping only guards the space
 OBSERVATION_SIZE = LAYER_FEATURES + MAX_RESOURCES * PAIR_FEATURES + MAX_RESOURCES + 1
 
 
@@ -45,7 +46,8 @@ class PlanningEnv(gym.Env[np.ndarray, int]):
         self.rewarder = Rewarder(self.costs)
         self.action_space = spaces.Discrete(MAX_RESOURCES)
         self.observation_space = spaces.Box(
-            low=-np.inf, high=np.inf, shape=(OBSERVATION_SIZE,), dtype=np.float32
+            low=-OBSERVATION_BOUND, high=OBSERVATION_BOUND, shape=(OBSERVATION_SIZE,),
+            dtype=np.float32,
         )
         self._assignment: list[int] = []
 
@@ -98,6 +100,7 @@ class PlanningEnv(gym.Env[np.ndarray, int]):
         t = min(len(self._assignment), self.n_layers - 1)
         previous = np.zeros(MAX_RESOURCES + 1, dtype=np.float32)
         previous[self._assignment[-1] if self._assignment else MAX_RESOURCES] = 1.0
-        return np.concatenate(
+        observation = np.concatenate(
             [self.features.layer[t], self.features.pair[t].reshape(-1), previous]
-        ).astype(np.float32)
+        )
+        return np.clip(observation, -OBSERVATION_BOUND, OBSERVATION_BOUND).astype(np.float32)

@@ -11,6 +11,8 @@ Scoring resources one at a time makes the policy indifferent to their order and 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -144,3 +146,15 @@ class LayerPolicy(nn.Module):
                 return greedy.numpy()
             sampled = self.rollout(inst, k - 1, generator=generator).actions
         return torch.cat([greedy, sampled]).numpy()
+
+
+@contextmanager
+def one_thread() -> Iterator[None]:
+    """Run torch on one thread: the policy's tensors are tiny, so extra threads only add
+    synchronisation, which is ruinous on a shared machine; the caller's setting is restored."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

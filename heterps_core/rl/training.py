@@ -20,7 +20,7 @@ from heterps_core.instance import Instance
 from heterps_core.progress import Progress, ProgressCallback, no_progress
 from heterps_core.rl.fastcost import AssignmentCosts, Outcome, better
 from heterps_core.rl.features import featurize
-from heterps_core.rl.policy import EncodedInstance, LayerPolicy, PolicyConfig
+from heterps_core.rl.policy import EncodedInstance, LayerPolicy, PolicyConfig, one_thread
 from heterps_core.rl.reward import Rewarder
 
 
@@ -47,6 +47,7 @@ class Problem:
         self.baseline: float | None = None
         self.best: list[int] | None = None
         self.best_outcome: Outcome | None = None
+        self.first_reason: str | None = None  # why the first infeasible plan failed
 
     @property
     def mask(self) -> np.ndarray:
@@ -54,6 +55,8 @@ class Problem:
 
     def offer(self, assignment: Sequence[int], outcome: Outcome) -> bool:
         """Keep `assignment` if it beats the best plan seen; True when it does."""
+        if outcome.reason is not None and self.first_reason is None:
+            self.first_reason = outcome.reason
         if better(outcome, self.best_outcome):
             self.best, self.best_outcome = [int(a) for a in assignment], outcome
             return True
@@ -112,13 +115,28 @@ def train_on_instance(
     config: TrainConfig,
     seed: int = 0,
     policy: LayerPolicy | None = None,
+    problem: Problem | None = None,
     progress: ProgressCallback = no_progress,
 ) -> InstanceTraining:
     """Train `policy` (a fresh one when None) on one instance until budget, updates or
-    patience run out. The problem's best plan is the answer."""
+    patience run out. The problem's best plan is the answer; pass `problem` to continue from
+    plans already seen."""
+    with one_thread():
+        return _train_on_instance(instance, config, seed, policy, problem, progress)
+
+
+def _train_on_instance(
+    instance: Instance,
+    config: TrainConfig,
+    seed: int,
+    policy: LayerPolicy | None,
+    problem: Problem | None,
+    progress: ProgressCallback,
+) -> InstanceTraining:
     torch.manual_seed(seed)
     policy = policy or LayerPolicy(PolicyConfig())
-    problem = Problem(instance)
+    policy.train()
+    problem = problem or Problem(instance)
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.Adam(policy.parameters(), lr=config.lr)
     start = time.perf_counter()
@@ -159,9 +177,24 @@ def pretrain(
 ) -> tuple[LayerPolicy, list[dict[str, float]]]:
     """Train one policy across `instances` for `updates` optimizer steps; each step averages
     the policy gradient of `instances_per_step` instances drawn in a seeded order."""
-    config = config or TrainConfig()
+    with one_thread():
+        return _pretrain(
+            instances, updates, seed, config or TrainConfig(), instances_per_step,
+            policy_config or PolicyConfig(), progress,
+        )
+
+
+def _pretrain(
+    instances: Sequence[Instance],
+    updates: int,
+    seed: int,
+    config: TrainConfig,
+    instances_per_step: int,
+    policy_config: PolicyConfig,
+    progress: ProgressCallback,
+) -> tuple[LayerPolicy, list[dict[str, float]]]:
     torch.manual_seed(seed)
-    policy = LayerPolicy(policy_config or PolicyConfig())
+    policy = LayerPolicy(policy_config)
     problems = [Problem(inst) for inst in instances]
     rng = np.random.default_rng(seed)
     generator = torch.Generator().manual_seed(seed)

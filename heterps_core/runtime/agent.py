@@ -58,11 +58,18 @@ def run_agent(
     """Serve one job; returns 0 when all its processes succeeded (or it got none), else 1."""
     host, _ = parse_address(coordinator)
     targets = parse_binding(bind, provides)
+    named = {item.partition("=")[0].strip() for item in (bind or "").split(",")}
     store = join(coordinator, join_timeout_s)
     index = int(store.add("agents/joined", 1)) - 1
-    store.set(f"agents/{index}", json.dumps({
-        "name": name or f"{socket.gethostname()}-{os.getpid()}", "provides": list(provides),
-    }))
+    store.set(
+        f"agents/{index}",
+        json.dumps(
+            {
+                "name": name or f"{socket.gethostname()}-{os.getpid()}",
+                "provides": list(provides),
+            }
+        ),
+    )
     key = f"agents/{index}/ranks"
     deadline = time.monotonic() + join_timeout_s
     while not store.check([key]):
@@ -80,11 +87,22 @@ def run_agent(
     procs = {}
     for rank in ranks:
         resource = spec.stages[spec.ranks[rank].stage].resource
-        device = str(targets.get(resource, "cpu"))
+        # Without a local binding the worker follows the job's target (remote -> cpu,
+        # remote:cuda -> cuda:0), so both ends of every link agree on its device.
+        device = ["--device", str(targets[resource])] if resource in named else []
         procs[rank] = subprocess.Popen(
-            [sys.executable, "-m", "heterps_core.runtime.worker", "--store", coordinator,
-             "--rank", str(rank), "--device", device],
-            env=env, preexec_fn=_die_with_parent,
+            [
+                sys.executable,
+                "-m",
+                "heterps_core.runtime.worker",
+                "--store",
+                coordinator,
+                "--rank",
+                str(rank),
+                *device,
+            ],
+            env=env,
+            preexec_fn=_die_with_parent,
         )
     return _supervise(store, procs, stop)
 

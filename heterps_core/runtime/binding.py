@@ -70,7 +70,8 @@ def parse_binding(text: str | None, resources: Iterable[str]) -> dict[str, Targe
             raise RunConfigError("bind", f"{item.strip()!r} is not RESOURCE=TARGET")
         if resource not in binding:
             raise RunConfigError(
-                f"bind.{resource}", f"the plan has no resource type {resource!r} ({', '.join(names)})"
+                f"bind.{resource}",
+                f"the plan has no resource type {resource!r} ({', '.join(names)})",
             )
         binding[resource] = parse_target(target, f"bind.{resource}")
     return binding
@@ -82,6 +83,9 @@ def binding_text(binding: Mapping[str, Target]) -> str:
 
 def _count(text: str, where: str, what: str, allow_zero: bool = False) -> int:
     if not text.isdigit() or (int(text) == 0 and not allow_zero):
-        raise RunConfigError(where, f"{what} must be a {'non-negative' if allow_zero else 'positive'} "
-                             f"whole number, got {text!r}")
+        raise RunConfigError(
+            where,
+            f"{what} must be a {'non-negative' if allow_zero else 'positive'} "
+            f"whole number, got {text!r}",
+        )
     return int(text)

@@ -9,6 +9,7 @@ store's metric chunks, the cancel hook and the agents' exit reports every few mi
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+import torch
 import torch.distributed as dist
 
 from heterps_core.plan import Plan
@@ -108,21 +110,30 @@ class Launcher:
         try:
             model_config = zoo.config(train.size)
         except KeyError:
-            raise RunConfigError("size", f"model {train.model!r} has no size {train.size!r}") from None
-        model = zoo.build(model_config, seed=train.seed)
+            raise RunConfigError(
+                "size", f"model {train.model!r} has no size {train.size!r}"
+            ) from None
+        with torch.device("meta"):  # the chain and its tables, without allocating them
+            model = zoo.build(model_config, seed=train.seed)
         if stages[-1].last != len(model.layers) - 1:
             raise RunConfigError(
-                "plan", f"covers {stages[-1].last + 1} layers, model {train.model!r} has "
+                "plan",
+                f"covers {stages[-1].last + 1} layers, model {train.model!r} has "
                 f"{len(model.layers)}; plan it from this model's instance",
             )
         if train.steps < 1:
             raise RunConfigError("steps", f"must be at least 1, got {train.steps}")
         if not 1 <= train.micro_batches <= train.batch_size:
-            raise RunConfigError("micro_batches", f"must be in 1..batch size, got {train.micro_batches}")
+            raise RunConfigError(
+                "micro_batches", f"must be in 1..batch size, got {train.micro_batches}"
+            )
         if cfg.ps_shards < 1:
             raise RunConfigError("ps_shards", f"must be at least 1, got {cfg.ps_shards}")
         ps_shards = cfg.ps_shards if sparse_tables(model) else 0
         binding = {s.resource: cfg.binding.get(s.resource, Target("cpu")) for s in stages}
+        for resource, target in binding.items():
+            if target.kind == "cuda" and not torch.cuda.is_available():
+                raise RunConfigError(f"bind.{resource}", f"{target} but this machine has no GPU")
         ranks = layout(stages, binding, ps_shards)
         spec = JobSpec(
             train=train,
@@ -137,23 +148,29 @@ class Launcher:
         rounds = spec.round_steps
         if train.steps % rounds:
             raise RunConfigError(
-                "steps", f"must be a multiple of {rounds} (every stage's replicas finish whole "
+                "steps",
+                f"must be a multiple of {rounds} (every stage's replicas finish whole "
                 f"rounds of mini-batches), got {train.steps}",
             )
         if cfg.checkpoint_every is not None and (
             cfg.checkpoint_every < 1 or cfg.checkpoint_every % rounds
         ):
             raise RunConfigError(
-                "checkpoint_every", f"must be a positive multiple of {rounds}, got {cfg.checkpoint_every}"
+                "checkpoint_every",
+                f"must be a positive multiple of {rounds}, got {cfg.checkpoint_every}",
             )
         if cfg.checkpoint_dir is None:
             if cfg.resume:
                 raise RunConfigError("resume", "needs a checkpoint directory")
             return spec
         checkpoint.check_job(cfg.checkpoint_dir, _fingerprint(spec))
-        start = checkpoint.latest_complete(cfg.checkpoint_dir, spec.world_size) if cfg.resume else None
+        start = (
+            checkpoint.latest_complete(cfg.checkpoint_dir, spec.world_size) if cfg.resume else None
+        )
         if start is not None and start >= train.steps:
-            raise RunConfigError("steps", f"the checkpoint is already at step {start}; ask for more")
+            raise RunConfigError(
+                "steps", f"the checkpoint is already at step {start}; ask for more"
+            )
         return JobSpec(**{**spec.__dict__, "start_step": start or 0})
 
     @property
@@ -180,9 +197,19 @@ class Launcher:
         log = open(self.log_dir / f"rank{rank.rank}.log", "wb")  # noqa: SIM115 closed in _close
         self._logs[rank.rank] = log
         self._procs[rank.rank] = subprocess.Popen(
-            [sys.executable, "-m", "heterps_core.runtime.worker",
-             "--store", self.address, "--rank", str(rank.rank)],
-            stdout=log, stderr=subprocess.STDOUT, env=env, preexec_fn=_die_with_parent,
+            [
+                sys.executable,
+                "-m",
+                "heterps_core.runtime.worker",
+                "--store",
+                self.address,
+                "--rank",
+                str(rank.rank),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            preexec_fn=_die_with_parent,
         )
 
     # --- supervision -------------------------------------------------------------------------
@@ -232,12 +259,14 @@ class Launcher:
             if rank not in self._exited and (code := proc.poll()) is not None:
                 self._exited[rank] = code
                 failed += [rank] if code != 0 else []
-        for rank in self.spec.ranks:
-            key = f"exit/{rank.rank}"
-            if rank.rank not in self._exited and _is_remote(rank) and self._store.check([key]):
+        for remote in self.spec.ranks:
+            key = f"exit/{remote.rank}"
+            if remote.rank in self._exited or not _is_remote(remote):
+                continue
+            if self._store.check([key]):
                 code = int(self._store.get(key))
-                self._exited[rank.rank] = code
-                failed += [rank.rank] if code != 0 else []
+                self._exited[remote.rank] = code
+                failed += [remote.rank] if code != 0 else []
         if failed:
             self._fail(failed)
 
@@ -309,8 +338,11 @@ class Launcher:
         assert self._store is not None
         store = self._store
         joined = int(store.add("agents/joined", 0))
-        agents = [json.loads(store.get(f"agents/{i}")) for i in range(joined)
-                  if store.check([f"agents/{i}"])]
+        agents = [
+            json.loads(store.get(f"agents/{i}"))
+            for i in range(joined)
+            if store.check([f"agents/{i}"])
+        ]
         by_type: dict[str, list[int]] = {}
         for i, agent in enumerate(agents):
             for resource in agent["provides"]:
@@ -361,9 +393,14 @@ def launch(
 def _fingerprint(spec: JobSpec) -> dict[str, Any]:
     train = spec.train
     return {
-        "model": train.model, "size": train.size, "seed": train.seed,
-        "batch_size": train.batch_size, "micro_batches": train.micro_batches, "lr": train.lr,
-        "sync": train.sync, "ps_shards": spec.ps_shards,
+        "model": train.model,
+        "size": train.size,
+        "seed": train.seed,
+        "batch_size": train.batch_size,
+        "micro_batches": train.micro_batches,
+        "lr": train.lr,
+        "sync": train.sync,
+        "ps_shards": spec.ps_shards,
         "stages": [[s.first, s.last, s.resource, s.units] for s in spec.stages],
     }
 
@@ -384,7 +421,5 @@ def _exit_text(code: int) -> str:
 def _die_with_parent() -> None:
     # Linux: the child gets SIGKILL when the launcher dies, so no job outlives its launcher.
     PR_SET_PDEATHSIG = 1
-    try:
+    with contextlib.suppress(OSError):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    except OSError:
-        pass

@@ -32,7 +32,9 @@ def _from_zoo(name: str) -> ZooModel:
         zoo = importlib.import_module("heterps_core.zoo")
         get = zoo.get
     except (ImportError, AttributeError):
-        raise RunConfigError("model", f"the model zoo is not available to look up {name!r}") from None
+        raise RunConfigError(
+            "model", f"the model zoo is not available to look up {name!r}"
+        ) from None
     try:
         model = get(name)
     except Exception as exc:  # the zoo's own error already names the problem

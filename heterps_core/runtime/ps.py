@@ -171,7 +171,9 @@ class ParameterServer:
 class PSClient:
     """A stage's view of the parameter server for the tables its layers hold."""
 
-    def __init__(self, spec: JobSpec, refs: list[TableRef], synchronous: bool, clock: Clock) -> None:
+    def __init__(
+        self, spec: JobSpec, refs: list[TableRef], synchronous: bool, clock: Clock
+    ) -> None:
         self.ps = spec.ps_ranks()
         self.refs = refs
         self.synchronous = synchronous
@@ -212,8 +214,11 @@ class PSClient:
         weight = ref.weight
         parts = list(self._by_shard(idx))
         for shard, _, local in parts:
-            self.outbox.send(_header(OP_PULL, ref.table, self.round, local.numel()), self.ps[shard],
-                             TAG_PS_REQUEST)
+            self.outbox.send(
+                _header(OP_PULL, ref.table, self.round, local.numel()),
+                self.ps[shard],
+                TAG_PS_REQUEST,
+            )
             self.outbox.send(local, self.ps[shard], TAG_PS_PAYLOAD)
         with self.clock.idle():
             for shard, rows, _ in parts:
@@ -242,7 +247,8 @@ class PSClient:
             for shard in range(n):
                 mask = idx % n == shard
                 self.outbox.send(
-                    _header(OP_PUSH, ref.table, self.round, int(mask.sum())), self.ps[shard],
+                    _header(OP_PUSH, ref.table, self.round, int(mask.sum())),
+                    self.ps[shard],
                     TAG_PS_REQUEST,
                 )
                 self.outbox.send(idx[mask] // n, self.ps[shard], TAG_PS_PAYLOAD)
@@ -264,4 +270,3 @@ class PSClient:
     def close(self) -> None:
         for hook in self._hooks:
             hook.remove()
-

@@ -109,7 +109,9 @@ class JobSpec:
 
 def stages_from_plan(plan: Plan) -> tuple[StageSpec, ...]:
     if not plan.feasible or not plan.stages:
-        raise RunConfigError("plan", f"is not feasible ({plan.reason or 'no stages'}); nothing to run")
+        raise RunConfigError(
+            "plan", f"is not feasible ({plan.reason or 'no stages'}); nothing to run"
+        )
     stages = []
     for i, stage in enumerate(plan.stages):
         if not stage.units:

@@ -38,7 +38,12 @@ from heterps_core.zoo.base import Batch, ChainModel, Inputs
 
 class StageWorker:
     def __init__(
-        self, spec: JobSpec, me: RankSpec, device: str, group: Any, reporter: Reporter,
+        self,
+        spec: JobSpec,
+        me: RankSpec,
+        device: str,
+        group: Any,
+        reporter: Reporter,
         clock: Clock,
     ) -> None:
         self.spec = spec
@@ -56,7 +61,9 @@ class StageWorker:
         self.replicas = self.stage.units
         self.layers = nn.ModuleList(list(self.model.layers)[self.stage.first : self.stage.last + 1])
         self.layers.to(self.device)
-        refs = [r for r in sparse_tables(self.model) if self.stage.first <= r.layer <= self.stage.last]
+        refs = [
+            r for r in sparse_tables(self.model) if self.stage.first <= r.layer <= self.stage.last
+        ]
         tables = {id(r.weight) for r in refs}
         self.dense = [p for p in self.layers.parameters() if id(p) not in tables]
         self.optimizer = torch.optim.SGD(self.dense, lr=train.lr) if self.dense else None
@@ -87,7 +94,9 @@ class StageWorker:
     def _data(self) -> Iterator[Batch]:
         """This replica's mini-batches (m mod k == replica) from the seeded stream."""
         k, replica = self.replicas, self.me.replica
-        stream = self.zoo.batches(self.config, self.spec.train.batch_size, seed=self.spec.train.seed)
+        stream = self.zoo.batches(
+            self.config, self.spec.train.batch_size, seed=self.spec.train.seed
+        )
         for m, batch in enumerate(stream):
             if m >= self.spec.start_step and m % k == replica:
                 yield batch

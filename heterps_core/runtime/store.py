@@ -21,8 +21,13 @@ def parse_address(text: str, where: str = "coordinator") -> tuple[str, int]:
 def serve(host: str = "127.0.0.1", port: int = 0) -> dist.TCPStore:
     """The coordinator's store; port 0 picks a free port (read it back from `.port`)."""
     return dist.TCPStore(
-        host, port, world_size=None, is_master=True, timeout=STORE_TIMEOUT,
-        wait_for_workers=False, use_libuv=True,
+        host,
+        port,
+        world_size=None,
+        is_master=True,
+        timeout=STORE_TIMEOUT,
+        wait_for_workers=False,
+        use_libuv=True,
     )
 
 

@@ -42,7 +42,9 @@ def get(name: str) -> SyncMode:
     try:
         return _MODES[name]()
     except KeyError:
-        raise RunConfigError("sync", f"unknown sync mode {name!r}; known: {', '.join(names())}") from None
+        raise RunConfigError(
+            "sync", f"unknown sync mode {name!r}; known: {', '.join(names())}"
+        ) from None
 
 
 def all_reduce_mean(params: Sequence[torch.nn.Parameter], group: Any, replicas: int) -> None:

@@ -78,7 +78,9 @@ def recv_tensor(src: int, tag: int, device: str) -> torch.Tensor:
     return tensor
 
 
-def recv_like(shape: torch.Size, dtype: torch.dtype, src: int, tag: int, device: str) -> torch.Tensor:
+def recv_like(
+    shape: torch.Size, dtype: torch.dtype, src: int, tag: int, device: str
+) -> torch.Tensor:
     """A tensor whose shape the receiver already knows (gradients of what it sent)."""
     tensor = torch.empty(shape, dtype=dtype, device=device)
     dist.recv(tensor, src, tag=tag)

@@ -8,6 +8,7 @@ the store as `error/RANK` so the launcher can say what went wrong, then the proc
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import traceback
@@ -40,9 +41,17 @@ def device_of(target: Target) -> str:
 def run_rank(store: dist.TCPStore, rank: int, device_override: str | None = None) -> None:
     spec = JobSpec.from_json(store.get("job/spec").decode())
     me = spec.ranks[rank]
+    planned = parse_target(me.target)
     target = parse_target(device_override or me.target)
     if target.is_remote:
         target = Target("cuda") if target.remote_device == "cuda" else Target("cpu")
+    if target.is_cuda != planned.is_cuda:
+        # Peers pick the link device (NCCL or gloo) from the job's target; both must agree.
+        want = "a GPU" if planned.is_cuda else "the CPU"
+        raise RuntimeError(
+            f"{me.describe()} must run on {want} (job target {me.target}), "
+            f"the agent bound it to {target}"
+        )
     torch.set_num_threads(target.threads)
     device = device_of(target)
     if device.startswith("cuda"):
@@ -91,10 +100,9 @@ def main(argv: list[str] | None = None) -> int:
         run_rank(store, args.rank, args.device)
     except Exception as exc:
         traceback.print_exc()
-        try:
+        # The coordinator may already be gone; the exit code still tells.
+        with contextlib.suppress(Exception):
             store.set(f"error/{args.rank}", f"{type(exc).__name__}: {exc}")
-        except Exception:  # the coordinator may already be gone; the exit code still tells
-            pass
         return 1
     return 0
 

@@ -26,7 +26,7 @@ class HomogeneousScheduler(Scheduler):
         best: Plan | None = None
         plans = single_resource_plans(instance, self.name)
         for i, plan in enumerate(plans):
-            progress(Progress(i + 1, len(plans), f"all on {plan.assignment[0] if plan.assignment else ''}"))
+            progress(Progress(i + 1, len(plans), f"all on {instance.resource_names[i]}"))
             if is_better(plan, best):
                 best = plan
         if best is not None:

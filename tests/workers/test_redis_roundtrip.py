@@ -102,7 +102,7 @@ def test_work_runs_in_a_worker_process_and_progress_arrives_through_redis(
 
     from webapp.background import services
     from webapp.background.evaluate_kind import EvaluateKind
-    from webapp.background.models import Status, Work
+    from webapp.background.models import Status
 
     env = os.environ | {"DATABASE_URL": _test_database_url(), "HETERPS_VAR_DIR": str(tmp_path)}
     worker = _start_worker(env, queue, tmp_path / "worker.log")

@@ -24,11 +24,14 @@ class WorkConsumer(AsyncJsonWebsocketConsumer):
 
     async def connect(self) -> None:
         self.work_id = int(self.scope["url_route"]["kwargs"]["work_id"])
+        # Join before reading the state: an event published in between is then
+        # delivered, never lost (at worst a client sees one state twice).
+        await self.channel_layer.group_add(group_name(self.work_id), self.channel_name)
         current = await self._visible_state()
         if current is None:
+            await self.channel_layer.group_discard(group_name(self.work_id), self.channel_name)
             await self.close(code=CLOSE_NOT_FOUND)
             return
-        await self.channel_layer.group_add(group_name(self.work_id), self.channel_name)
         await self.accept()
         # The current state first, so a reloaded page is right before the next event.
         await self.send_json({"work": current})

@@ -76,8 +76,9 @@ def _check_assignment(instance: Instance, assignment: Any, where: str) -> None:
     if not isinstance(assignment, list) or not all(isinstance(a, str) for a in assignment):
         raise ValidationError({where: "must be a list of resource names"})
     if len(assignment) != len(instance.layers):
+        layers = len(instance.layers)
         raise ValidationError(
-            {where: f"has {len(assignment)} entries, the instance has {len(instance.layers)} layers"}
+            {where: f"has {len(assignment)} entries, the instance has {layers} layers"}
         )
     unknown = sorted(set(assignment) - set(instance.resource_names))
     if unknown:

@@ -26,11 +26,6 @@ class ADSP(SyncMode):
         Param("commit_steps", "int", 4, "local steps of the fastest worker per commit", 1, 10000),
     )
 
-    def push_scale(self, workers: int) -> float:
-        # A push carries many local steps; adding every worker's in full would move the
-        # server `workers` times as far as local SGD's average does, and diverges.
-        return 1.0 / workers
-
     def plan_round(self, worker: int, view: SyncView) -> RoundPlan:
         steps = proportional_steps(int(self.p["commit_steps"]), worker, view)
         return RoundPlan(local_steps=steps, collective=False)

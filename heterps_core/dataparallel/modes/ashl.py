@@ -56,11 +56,6 @@ class ASHL(SyncMode):
     def phase(self) -> str:
         return self._phase
 
-    def push_scale(self, workers: int) -> float:
-        # A push carries many local steps; adding every worker's in full would move the
-        # server `workers` times as far as local SGD's average does, and diverges.
-        return 1.0 / workers
-
     def plan_round(self, worker: int, view: SyncView) -> RoundPlan:
         if self._phase == AHL:
             return RoundPlan(proportional_steps(int(self.p["ahl_steps"]), worker, view), False)

@@ -76,10 +76,6 @@ class SyncMode:
     def plan_round(self, worker: int, view: SyncView) -> RoundPlan:
         raise NotImplementedError
 
-    def push_scale(self, workers: int) -> float:
-        """Factor the server applies to an asynchronous push (a gradient step: 1)."""
-        return 1.0
-
     def staleness_bound(self) -> int | None:
         """How many rounds a worker may be ahead of the slowest; None: unbounded."""
         return None

@@ -8,6 +8,7 @@ import pytest
 
 from heterps_core import zoo
 from heterps_core.dataparallel import TrainConfig, TrainEvent, TrainResult, modes, train
+from heterps_core.dataparallel.engine import CancelHook, never_cancel
 
 SLOWDOWNS = (1.0, 1.0, 4.0)
 SSP_BOUND = 2
@@ -37,12 +38,21 @@ def config(**overrides: object) -> TrainConfig:
     return TrainConfig(**settings)  # type: ignore[arg-type]
 
 
-def run_mode(name: str, params: dict[str, object] | None = None, **overrides: object) -> Recorded:
+def run_mode(
+    name: str, params: dict[str, object] | None = None, cancel: CancelHook = never_cancel,
+    **overrides: object,
+) -> Recorded:
     model = zoo.get("ctr_dnn")
     events: list[TrainEvent] = []
     mode = modes.create(name, params if params is not None else MODE_PARAMS.get(name, {}))
-    result = train(model, model.config("tiny"), mode, config(**overrides), metrics=events.append)
+    result = train(model, model.config("tiny"), mode, config(**overrides), metrics=events.append,
+                   cancel=cancel)
     return Recorded(result, events)
+
+
+def numel() -> int:
+    model = zoo.get("ctr_dnn")
+    return sum(p.numel() for p in model.build(model.config("tiny")).parameters())
 
 
 @pytest.fixture(scope="session")

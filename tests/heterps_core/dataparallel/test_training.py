@@ -16,7 +16,7 @@ from heterps_core.dataparallel.events import (
     StepEvent,
 )
 
-from .conftest import SSP_BOUND, TOPK_RATIO, Recorded, run_mode
+from .conftest import SSP_BOUND, TOPK_RATIO, Recorded, numel, run_mode
 
 ALL_MODES = ["bsp", "asp", "ssp", "local_sgd", "adsp", "ashl"]
 
@@ -97,9 +97,9 @@ def test_ashl_shl_staleness_is_bounded_by_three(runs: dict[str, Recorded]) -> No
 
 def test_topk_sends_the_expected_fraction_of_bytes(runs: dict[str, Recorded]) -> None:
     ashl = runs["ashl"]
-    numel = _numel(ashl)
-    dense_bytes = numel * VALUE_BYTES
-    k = math.ceil(TOPK_RATIO * numel)
+    entries = numel()
+    dense_bytes = entries * VALUE_BYTES
+    k = math.ceil(TOPK_RATIO * entries)
     # Commits whose round began in SHL carry k values and k indices; AHL ones are dense.
     sizes = [e.bytes_sent for e in ashl.of(CommitEvent)]
     assert set(sizes) == {dense_bytes, k * (VALUE_BYTES + INDEX_BYTES)}
@@ -112,7 +112,7 @@ def test_topk_sends_the_expected_fraction_of_bytes(runs: dict[str, Recorded]) ->
 
 def test_bsp_bytes_are_ring_all_reduce(runs: dict[str, Recorded]) -> None:
     bsp = runs["bsp"]
-    ring = int(2 * (3 - 1) / 3 * _numel(bsp) * VALUE_BYTES)
+    ring = int(2 * (3 - 1) / 3 * numel() * VALUE_BYTES)
     assert all(w.bytes_sent == w.commits * ring for w in bsp.result.workers)
 
 
@@ -132,7 +132,7 @@ def test_cancel_hook_stops_the_run() -> None:
         calls += 1
         return calls > 40
 
-    result = run_mode_with_cancel(cancel)
+    result = run_mode("asp", cancel=cancel).result
     assert result.stopped == "cancelled"
     assert 0 < result.global_steps < 40
 
@@ -146,18 +146,14 @@ def test_stop_at_target_reports_time_to_target() -> None:
     assert result.to_dict()["time_to_target_s"] == result.final.time_s
 
 
-def run_mode_with_cancel(cancel):  # type: ignore[no-untyped-def]
-    from heterps_core import zoo
-    from heterps_core.dataparallel import train
+def test_progress_adapter_reports_each_evaluation(runs: dict[str, Recorded]) -> None:
+    from heterps_core.dataparallel.events import progress_metrics
+    from heterps_core.progress import Progress
 
-    from .conftest import config
-
-    model = zoo.get("ctr_dnn")
-    return train(model, model.config("tiny"), modes.create("asp"), config(), cancel=cancel)
-
-
-def _numel(recorded: Recorded) -> int:
-    from heterps_core import zoo
-
-    model = zoo.get("ctr_dnn")
-    return sum(p.numel() for p in model.build(model.config("tiny")).parameters())
+    seen: list[Progress] = []
+    forward = progress_metrics(seen.append, total_steps=450)
+    for event in runs["ssp"].events:
+        forward(event)
+    evals = runs["ssp"].of(EvalEvent)
+    assert [p.current for p in seen] == [e.global_step for e in evals]
+    assert seen[-1].metrics["loss"] == evals[-1].loss and "held-out loss" in seen[-1].message

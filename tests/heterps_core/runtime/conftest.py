@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,29 +34,54 @@ def plan_for(assignment: list[str], units: list[int]) -> Plan:
         for i in layers:
             compute[i] = (0.1 * u - 0.01) / len(layers)
     names = sorted(set(assignment))
-    instance = Instance.from_dict({
-        "version": 1, "batch_size": BATCH, "throughput_target": TARGET,
-        "resources": [
-            {"name": n, "kind": "cpu", "price_per_hour": 0.5 + i, "count": 8, "memory_gb": 64,
-             "network_gbps": 1e6}
-            for i, n in enumerate(names)
-        ],
-        "layers": [
-            {"name": f"l{i}", "kind": "embedding" if i == 0 else "dense",
-             "compute_s": {n: compute[i] for n in names}, "output_mb": 0.01, "sync_mb": 0.01,
-             "memory_gb": 0.1, "shardable": i == 0}
-            for i in range(len(assignment))
-        ],
-    })
+    instance = Instance.from_dict(
+        {
+            "version": 1,
+            "batch_size": BATCH,
+            "throughput_target": TARGET,
+            "resources": [
+                {
+                    "name": n,
+                    "kind": "cpu",
+                    "price_per_hour": 0.5 + i,
+                    "count": 8,
+                    "memory_gb": 64,
+                    "network_gbps": 1e6,
+                }
+                for i, n in enumerate(names)
+            ],
+            "layers": [
+                {
+                    "name": f"l{i}",
+                    "kind": "embedding" if i == 0 else "dense",
+                    "compute_s": {n: compute[i] for n in names},
+                    "output_mb": 0.01,
+                    "sync_mb": 0.01,
+                    "memory_gb": 0.1,
+                    "shardable": i == 0,
+                }
+                for i in range(len(assignment))
+            ],
+        }
+    )
     plan = evaluate(instance, assignment)
     assert plan.feasible and [s.units for s in plan.stages] == units, plan
     return plan
 
 
-def settings(steps: int, micro_batches: int = 4, sync: str = "bsp", seed: int = 3,
-             lr: float = 0.05) -> TrainSettings:
-    return TrainSettings(model=MODEL, size=SIZE, steps=steps, batch_size=BATCH, seed=seed,
-                         lr=lr, micro_batches=micro_batches, sync=sync)
+def settings(
+    steps: int, micro_batches: int = 4, sync: str = "bsp", seed: int = 3, lr: float = 0.05
+) -> TrainSettings:
+    return TrainSettings(
+        model=MODEL,
+        size=SIZE,
+        steps=steps,
+        batch_size=BATCH,
+        seed=seed,
+        lr=lr,
+        micro_batches=micro_batches,
+        sync=sync,
+    )
 
 
 def live_processes_mentioning(text: str) -> list[int]:
@@ -80,6 +106,28 @@ class Jobs:
     plan_for = staticmethod(plan_for)
     settings = staticmethod(settings)
     live_processes_mentioning = staticmethod(live_processes_mentioning)
+
+
+def live_children() -> list[int]:
+    """Pids of this process's children that are still running."""
+    mine = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid() and fields[0] != "Z":
+            mine.append(int(entry.name))
+    return mine
+
+
+@pytest.fixture(autouse=True)
+def no_orphans() -> Iterator[None]:
+    """Every runtime test must end with none of its processes left behind."""
+    yield
+    assert live_children() == []
 
 
 @pytest.fixture(scope="session")

@@ -16,8 +16,19 @@ from heterps_core.runtime.reference import train_plain
 
 def start_agent(address: str, provides: str, name: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "heterps_core.runtime.agent", "--coordinator", address,
-         "--provides", provides, "--name", name, "--join-timeout", "60"],
+        [
+            sys.executable,
+            "-m",
+            "heterps_core.runtime.agent",
+            "--coordinator",
+            address,
+            "--provides",
+            provides,
+            "--name",
+            name,
+            "--join-timeout",
+            "60",
+        ],
     )
 
 
@@ -28,8 +39,10 @@ def test_stages_run_on_two_agent_machines_and_match_the_plain_loop(jobs) -> None
     launcher = Launcher(RunConfig(plan=plan, train=jobs.settings(20), binding=remote))
     launcher.start()
     assert list(launcher.pids) == [2]  # only the parameter server runs at the coordinator
-    agents = [start_agent(launcher.address, "cpu", "machine-a"),
-              start_agent(launcher.address, "cpu-b", "machine-b")]
+    agents = [
+        start_agent(launcher.address, "cpu", "machine-a"),
+        start_agent(launcher.address, "cpu-b", "machine-b"),
+    ]
     try:
         result = launcher.wait()
         assert [a.wait(30) for a in agents] == [0, 0]
@@ -44,8 +57,14 @@ def test_stages_run_on_two_agent_machines_and_match_the_plain_loop(jobs) -> None
 
 def test_a_job_without_its_agents_fails_with_the_missing_types(jobs) -> None:
     plan = jobs.plan_for(["cpu", "cpu-b", "cpu-b", "cpu-b"], [1, 1])
-    launcher = Launcher(RunConfig(plan=plan, train=jobs.settings(4),
-                                  binding={"cpu-b": Target("remote")}, agent_timeout_s=0.5))
+    launcher = Launcher(
+        RunConfig(
+            plan=plan,
+            train=jobs.settings(4),
+            binding={"cpu-b": Target("remote")},
+            agent_timeout_s=0.5,
+        )
+    )
     with pytest.raises(RunError, match=r"no worker agent for cpu-b joined within 0.5 s"):
         launcher.run()
     assert jobs.live_processes_mentioning(launcher.address) == []

@@ -11,7 +11,11 @@ def test_targets_parse_with_thread_budgets_gpus_and_remote() -> None:
     assert parse_target("remote").is_remote and not parse_target("remote").is_cuda
     assert parse_target("remote:cuda").is_cuda
     assert [str(parse_target(t)) for t in ("cpu", "cpu:4", "cuda:1", "remote:cuda")] == [
-        "cpu", "cpu:4", "cuda:1", "remote:cuda"]
+        "cpu",
+        "cpu:4",
+        "cuda:1",
+        "remote:cuda",
+    ]
 
 
 def test_unnamed_types_default_to_the_local_cpu() -> None:

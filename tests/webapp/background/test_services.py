@@ -3,12 +3,14 @@ progress published only after the database commit."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from asgiref.sync import async_to_sync
+from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.db import transaction
 
@@ -96,29 +98,24 @@ def test_cancel_before_start_and_during_a_run(personas: Any) -> None:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_progress_is_published_only_after_the_commit(personas: Any) -> None:
+async def test_progress_is_published_only_after_the_commit(personas: Any) -> None:
     layer = get_channel_layer()
-    work = _queued(personas)
-    channel = async_to_sync(layer.new_channel)()
-    async_to_sync(layer.group_add)(services.group_name(work.pk), channel)
+    work = await Work.objects.acreate(project=personas.project, kind="evaluate", params=PARAMS)
+    channel = await layer.new_channel()
+    await layer.group_add(services.group_name(work.pk), channel)
+    receiver = asyncio.ensure_future(layer.receive(channel))
 
-    def receive(timeout: float) -> dict[str, Any] | None:
-        import asyncio
+    @database_sync_to_async
+    def report_in_a_transaction() -> bool:
+        with transaction.atomic():
+            services.report_progress(work.pk, Progress(1, 4, "one of four", {"loss": 0.5}))
+            time.sleep(0.3)  # the event loop keeps running; nothing may arrive yet
+            return receiver.done()
 
-        async def get() -> dict[str, Any] | None:
-            try:
-                return await asyncio.wait_for(layer.receive(channel), timeout)
-            except TimeoutError:
-                return None
-
-        return async_to_sync(get)()
-
-    with transaction.atomic():
-        services.report_progress(work.pk, Progress(1, 4, "one of four", {"loss": 0.5}))
-        assert receive(0.3) is None  # not yet committed: nothing may be announced
-    event = receive(5)
-    assert event is not None and event["type"] == services.EVENT_TYPE
+    assert await report_in_a_transaction() is False
+    event = await asyncio.wait_for(receiver, 5)
+    assert event["type"] == services.EVENT_TYPE
     assert event["work"]["progress"] == 0.25
     assert event["work"]["message"] == "one of four"
     assert event["work"]["metrics"] == {"loss": 0.5}
-    async_to_sync(layer.group_discard)(services.group_name(work.pk), channel)
+    await layer.group_discard(services.group_name(work.pk), channel)

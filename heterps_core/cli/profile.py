@@ -1,0 +1,169 @@
+"""`heterps profile`: measure a model layer by layer and write a planning instance;
+`heterps catalogue`: write the default resource catalogue for editing."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from heterps_core.cli import register
+from heterps_core.cli.base import Command
+from heterps_core.errors import HeterPSError
+from heterps_core.progress import Progress
+
+if TYPE_CHECKING:
+    from heterps_core.hardware import Catalogue
+    from heterps_core.profiler import ModelProfile
+
+
+class ProgressBar:
+    """A one-line progress bar on stderr, redrawn in place on a terminal."""
+
+    def __init__(self, stream: TextIO | None = None, width: int = 30) -> None:
+        self.stream = stream or sys.stderr
+        self.width = width
+        self.inline = self.stream.isatty()
+
+    def __call__(self, progress: Progress) -> None:
+        filled = int(self.width * progress.fraction)
+        bar = "#" * filled + "." * (self.width - filled)
+        line = f"profiling [{bar}] {progress.current}/{progress.total} {progress.message}"
+        median = progress.metrics.get("median_s")
+        if median is not None:
+            line += f" ({median * 1e3:.3f} ms, spread {progress.metrics['spread']:.0%})"
+        if self.inline:
+            end = "\n" if progress.current >= progress.total else ""
+            self.stream.write("\r" + line.ljust(100) + end)
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+
+@register
+class ProfileCommand(Command):
+    name = "profile"
+    help = "Profile a zoo or imported model layer by layer and write a planning instance."
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("model", nargs="?", help="zoo model name (see --list)")
+        parser.add_argument("--list", action="store_true", help="list the zoo models and exit")
+        parser.add_argument("--import", dest="import_spec", metavar="MODULE:FACTORY",
+                            help="profile your own nn.Module instead of a zoo model")
+        parser.add_argument("--example-input", metavar="SPEC",
+                            help="with --import: a .pt file or shapes, e.g. "
+                                 "'dense=float32[1024,13];sparse=int64[1024,26]<100000'")
+        parser.add_argument("--size", default="small", choices=("tiny", "small", "production"),
+                            help="zoo model size (production: tables of tens of GB)")
+        parser.add_argument("--device", default="cpu", help="cpu or cuda:N")
+        parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
+        parser.add_argument("--batch-size", type=int, help="default: the model's own")
+        parser.add_argument("--warmup", type=int, default=3)
+        parser.add_argument("--repeats", type=int, default=10, help="timed runs per layer")
+        parser.add_argument("--clock", default="wall", choices=("wall", "cpu"),
+                            help="wall: elapsed time; cpu: this thread's CPU time, immune to "
+                                 "other processes on a shared machine (needs --threads 1)")
+        parser.add_argument("--rows-cap", type=int, default=100_000,
+                            help="cap table rows for timing (memory figures stay uncapped)")
+        parser.add_argument("--optimizer", default="adam", choices=("adam", "adagrad", "sgd"),
+                            help="optimizer whose state the memory figures include")
+        parser.add_argument("--resources", metavar="CATALOGUE.json",
+                            help="resource catalogue (default: the built-in one)")
+        parser.add_argument("--device-kind", metavar="NAME",
+                            help="catalogue kind the profiled device is: its times are used "
+                                 "as measured instead of estimated")
+        parser.add_argument("--target", type=float, help="throughput target, samples/s")
+        parser.add_argument("--samples", type=float, help="samples to train (for total cost)")
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--out", metavar="INSTANCE.json",
+                            help="where to write the instance (default: stdout)")
+        parser.add_argument("--provenance", metavar="FILE.json",
+                            help="where to write the profile and where every number comes "
+                                 "from (default: next to --out, *.provenance.json)")
+
+    def run(self, args: argparse.Namespace) -> int:
+        from heterps_core import zoo
+
+        if args.list:
+            for name in zoo.names():
+                print(f"{name:<14} {zoo.get(name).description}")
+            return 0
+        if not args.model and not args.import_spec:
+            raise HeterPSError("name a zoo MODEL (see --list) or use --import MODULE:FACTORY")
+        if args.target is None:
+            raise HeterPSError("--target is required (samples/s the plan must sustain)")
+        catalogue = _catalogue(args.resources)
+        profile = _profile(args)
+        from heterps_core.profiler.instance_builder import build_instance
+
+        built = build_instance(profile, catalogue, args.target, args.samples, args.device_kind)
+        text = built.instance.to_json() + "\n"
+        if args.out:
+            Path(args.out).write_text(text)
+            print(f"wrote {args.out}", file=sys.stderr)
+        else:
+            sys.stdout.write(text)
+        provenance = args.provenance or (
+            str(Path(args.out).with_suffix("")) + ".provenance.json" if args.out else None
+        )
+        if provenance:
+            Path(provenance).write_text(json.dumps(built.provenance(), indent=2) + "\n")
+            print(f"wrote {provenance} (where every number comes from)", file=sys.stderr)
+        return 0
+
+
+def _catalogue(path: str | None) -> Catalogue:
+    from heterps_core.hardware import Catalogue, default_catalogue
+
+    return Catalogue.load(path) if path else default_catalogue()
+
+
+def _profile(args: argparse.Namespace) -> ModelProfile:
+    from heterps_core.profiler import ProfileOptions, profile_chain, profile_zoo_model
+
+    options = ProfileOptions(device=args.device, threads=args.threads, warmup=args.warmup,
+                             repeats=args.repeats, optimizer=args.optimizer, clock=args.clock)
+    options.check()
+    bar = ProgressBar()
+    if args.import_spec:
+        if args.model:
+            raise HeterPSError("give either a zoo MODEL or --import, not both")
+        if not args.example_input:
+            raise HeterPSError("--import needs --example-input (a .pt file or shapes)")
+        import torch
+
+        from heterps_core.zoo.imported import import_model, load_factory, parse_example_input
+
+        module = load_factory(args.import_spec)
+        example = parse_example_input(args.example_input, module, args.batch_size, args.seed)
+        chain = import_model(module, example, args.import_spec)
+        batch_size = next(iter(example.values())).shape[0]
+        return profile_chain(chain, (example, torch.zeros(batch_size)), options,
+                             name=args.import_spec, size="imported", progress=bar)
+    if not args.model:
+        raise HeterPSError("name a zoo MODEL (see --list) or use --import MODULE:FACTORY")
+    return profile_zoo_model(args.model, options, size=args.size, batch_size=args.batch_size,
+                             rows_cap=args.rows_cap, seed=args.seed, progress=bar)
+
+
+@register
+class CatalogueCommand(Command):
+    name = "catalogue"
+    help = "Write the default resource catalogue (specs and list prices) as JSON to edit."
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--out", metavar="FILE.json", help="default: stdout")
+
+    def run(self, args: argparse.Namespace) -> int:
+        from heterps_core.hardware import default_catalogue
+
+        text = default_catalogue().to_json() + "\n"
+        if args.out:
+            Path(args.out).write_text(text)
+        else:
+            sys.stdout.write(text)
+        return 0

@@ -1,0 +1,80 @@
+"""`heterps train-policy`: train the pretrained RL policy (the recipe of the shipped file)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from heterps_core.cli import register
+from heterps_core.cli.base import Command
+from heterps_core.errors import HeterPSError
+
+
+class TrainPolicyError(HeterPSError):
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}")
+
+
+@register
+class TrainPolicyCommand(Command):
+    name = "train-policy"
+    help = (
+        "Train the pretrained RL scheduler policy on generated instances; the defaults "
+        "reproduce the file shipped in heterps_core/rl/pretrained.pt."
+    )
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        from heterps_core.rl.pretrained import DEFAULT_POOL, DEFAULT_UPDATES
+
+        parser.add_argument("--seed", type=int, default=0, help="training seed (default 0)")
+        parser.add_argument(
+            "--updates", type=int, default=DEFAULT_UPDATES,
+            help=f"optimizer steps (default {DEFAULT_UPDATES})",
+        )
+        parser.add_argument(
+            "--pool", type=int, default=DEFAULT_POOL,
+            help=f"generated training instances (default {DEFAULT_POOL})",
+        )
+        parser.add_argument(
+            "--output", default="heterps-policy.pt",
+            help="where to write the checkpoint (default ./heterps-policy.pt)",
+        )
+        parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+    def run(self, args: argparse.Namespace) -> int:
+        if args.updates < 1:
+            raise TrainPolicyError("--updates", f"must be at least 1, got {args.updates}")
+        if args.pool < 4:
+            raise TrainPolicyError("--pool", f"must be at least 4, got {args.pool}")
+        output = Path(args.output)
+        if not output.parent.is_dir():
+            raise TrainPolicyError("--output", f"directory {output.parent} does not exist")
+
+        from heterps_core.progress import Progress
+        from heterps_core.rl.pretrained import build_pretrained, save_pretrained
+
+        start = time.perf_counter()
+
+        def report(p: Progress) -> None:
+            if p.current % 50 == 0 or p.current == p.total:
+                m = p.metrics
+                print(
+                    f"update {p.current}/{p.total}  mean reward {m['mean_reward']:.3f}  "
+                    f"entropy {m['entropy']:.3f}  {time.perf_counter() - start:.0f} s",
+                    file=sys.stderr,
+                )
+
+        policy, meta = build_pretrained(
+            seed=args.seed, updates=args.updates, pool_size=args.pool, progress=report
+        )
+        path = save_pretrained(policy, meta, output)
+        summary = {**meta, "output": str(path), "seconds": round(time.perf_counter() - start, 1)}
+        if args.json:
+            print(json.dumps(summary, indent=2))
+        else:
+            print(f"wrote {path} ({path.stat().st_size} bytes) in {summary['seconds']} s")
+        return 0

@@ -1,0 +1,188 @@
+"""Planning with the RL policy, in the two modes of docs/rl.md, with its safety net.
+
+1. Per-instance (default): train the policy on this instance by REINFORCE for part of the
+   budget (warm-started from the shipped pretrained weights unless `from_scratch`), keep the
+   best plan sampled, then spend the rest of the budget on an iterated local search on the cost
+   model starting from it.
+2. Pretrained (zero-shot): the shipped policy decodes one greedy plan plus a few samples in a
+   single batched forward pass; a short local search polishes the best of them. With a budget,
+   the policy is first fine-tuned on the instance for that long.
+
+Either way the answer is never worse than the best homogeneous plan: if that plan is better,
+it is returned instead and the notes say so. The notes also give the pure-policy cost, so what
+the local search contributed is visible in every result.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from heterps_core.costmodel import infeasible_plan
+from heterps_core.instance import Instance
+from heterps_core.plan import Plan
+from heterps_core.progress import Progress, ProgressCallback, no_progress
+from heterps_core.rl.fastcost import Outcome, better
+from heterps_core.rl.features import check_size
+from heterps_core.rl.policy import LayerPolicy, one_thread
+from heterps_core.rl.pretrained import load_pretrained
+from heterps_core.rl.search import iterated_polish, polish
+from heterps_core.rl.training import Problem, TrainConfig, train_on_instance
+
+DEFAULT_BUDGET_S = 30.0
+ZERO_SHOT_SAMPLES = 32  # greedy decode + 31 samples, one batched forward pass each
+ZERO_SHOT_POLISH_S = 0.4
+TRAIN_SHARE = 0.6  # of a per-instance budget; the local search gets what training leaves
+
+
+@dataclass
+class RLResult:
+    """Every stage of an RL planning run, for the plan's notes and the benchmark."""
+
+    mode: str
+    greedy: Outcome | None = None  # the policy's greedy decode
+    policy_best: Outcome | None = None  # best plan the policy sampled (pure RL)
+    polished: Outcome | None = None  # after the local search
+    final: Plan | None = None
+    updates: int = 0
+    train_s: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+
+def plan_with_rl(
+    instance: Instance,
+    seed: int = 0,
+    budget_s: float | None = None,
+    pretrained: bool = False,
+    from_scratch: bool = False,
+    use_search: bool = True,
+    progress: ProgressCallback = no_progress,
+) -> RLResult:
+    """Plan `instance` with the RL scheduler (see the module docstring for the modes)."""
+    with one_thread():
+        return _plan(instance, seed, budget_s, pretrained, from_scratch, use_search, progress)
+
+
+def _plan(
+    instance: Instance,
+    seed: int,
+    budget_s: float | None,
+    pretrained: bool,
+    from_scratch: bool,
+    use_search: bool,
+    progress: ProgressCallback,
+) -> RLResult:
+    check_size(instance)
+    start = time.perf_counter()
+    torch.manual_seed(seed)
+    problem = Problem(instance)
+    if pretrained:
+        result = _zero_shot(problem, seed, budget_s, progress)
+    else:
+        result = _per_instance(problem, seed, budget_s or DEFAULT_BUDGET_S, from_scratch, progress)
+    result.policy_best = problem.best_outcome
+    best, best_out = problem.best, problem.best_outcome
+    if use_search and best is not None and best_out is not None:
+        if result.mode == "pretrained":
+            deadline = time.perf_counter() + ZERO_SHOT_POLISH_S
+            best, best_out, moves = polish(problem.costs, problem.mask, best, best_out, deadline)
+            what = f"local search ({moves} improving moves)"
+        else:
+            deadline = start + (budget_s or DEFAULT_BUDGET_S)
+            best, best_out, wins = iterated_polish(
+                problem.costs, problem.mask, best, best_out, deadline, seed=seed
+            )
+            what = f"iterated local search ({wins} improving kicks)"
+        result.polished = best_out
+        if result.policy_best and best_out.cost and result.policy_best.cost:
+            change = 1 - best_out.cost / result.policy_best.cost
+            result.notes.append(f"{what} on the cost model lowered it by {change:.2%}")
+    result.final = _with_fallback(problem, best, best_out, result.notes)
+    progress(Progress(1, 1, "RL plan ready"))
+    return result
+
+
+def _zero_shot(
+    problem: Problem, seed: int, budget_s: float | None, progress: ProgressCallback
+) -> RLResult:
+    policy = load_pretrained()
+    result = RLResult(mode="pretrained")
+    generator = torch.Generator().manual_seed(seed)
+    plans = policy.sample_plans(problem.encoded, ZERO_SHOT_SAMPLES, generator)
+    _, outcomes = problem.rewarder.batch(plans)
+    for row, outcome in zip(plans, outcomes, strict=True):
+        problem.offer(row, outcome)
+    result.greedy = outcomes[0]
+    result.notes.append(
+        f"pretrained policy, zero-shot: greedy decode {_cost(outcomes[0])}, best of "
+        f"{len(plans)} decoded plans {_cost(problem.best_outcome)}"
+    )
+    if budget_s:
+        result.mode = "pretrained+finetune"
+        trained = train_on_instance(
+            problem.instance, TrainConfig(budget_s=budget_s * TRAIN_SHARE), seed=seed,
+            policy=policy, problem=problem, progress=progress,
+        )
+        result.updates, result.train_s = trained.updates, trained.seconds
+        result.notes.append(
+            f"fine-tuned for {trained.updates} updates ({trained.seconds:.1f} s): "
+            f"best sampled plan {_cost(problem.best_outcome)}"
+        )
+    return result
+
+
+def _per_instance(
+    problem: Problem, seed: int, budget_s: float, from_scratch: bool, progress: ProgressCallback
+) -> RLResult:
+    result = RLResult(mode="per-instance")
+    policy = None if from_scratch else _warm_start()
+    trained = train_on_instance(
+        problem.instance, TrainConfig(budget_s=budget_s * TRAIN_SHARE), seed=seed,
+        policy=policy, problem=problem, progress=progress,
+    )
+    result.updates, result.train_s = trained.updates, trained.seconds
+    init = "from scratch" if policy is None else "warm-started from the pretrained policy"
+    result.notes.append(
+        f"REINFORCE on this instance ({init}): {trained.updates} updates in "
+        f"{trained.seconds:.1f} s, best sampled plan {_cost(problem.best_outcome)}"
+    )
+    return result
+
+
+def _warm_start() -> LayerPolicy | None:
+    try:
+        return copy.deepcopy(load_pretrained())
+    except Exception:  # no shipped policy (e.g. while building it): train from scratch
+        return None
+
+
+def _with_fallback(
+    problem: Problem, best: list[int] | None, best_out: Outcome | None, notes: list[str]
+) -> Plan:
+    homogeneous = problem.rewarder.homogeneous
+    if homogeneous is not None and (best_out is None or better(homogeneous[1], best_out)):
+        r, _ = homogeneous
+        name = problem.instance.resources[r].name
+        notes.append(
+            f"fell back to the best homogeneous plan (all on {name}): it is cheaper than "
+            f"the best RL plan ({_cost(best_out)})"
+        )
+        return problem.costs.plan([r] * problem.costs.n_layers).with_notes(*notes)
+    if best is None or best_out is None or not best_out.feasible:
+        reason = problem.first_reason or "no plan was sampled"
+        plan = infeasible_plan(
+            "rl", f"the RL policy found no feasible plan (best attempt: {reason})"
+        )
+        return plan.with_notes(*notes)
+    if homogeneous is not None:
+        notes.append("checked: at least as good as the best homogeneous plan")
+    return problem.costs.plan(best).with_notes(*notes)
+
+
+def _cost(outcome: Outcome | None) -> str:
+    if outcome is None:
+        return "none"
+    return f"${outcome.cost:,.4f}/h" if outcome.cost is not None else "infeasible"

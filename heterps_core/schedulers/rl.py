@@ -1,0 +1,52 @@
+"""`rl`: the HeterPS reinforcement-learning scheduler (an LSTM policy trained by REINFORCE).
+
+Options: `pretrained` (bool) plans zero-shot with the shipped policy, fine-tuning for
+`budget_s` seconds when a budget is given; otherwise the policy is trained on the instance for
+`budget_s` (default 30 s). `from_scratch` skips the pretrained warm start, `search=False`
+turns off the local-search polish (pure RL). How it works: heterps_core/rl/planner.py.
+"""
+
+from __future__ import annotations
+
+from heterps_core.instance import Instance
+from heterps_core.plan import Plan
+from heterps_core.progress import ProgressCallback
+from heterps_core.schedulers.base import Scheduler
+from heterps_core.schedulers.registry import register
+
+
+@register
+class RLScheduler(Scheduler):
+    name = "rl"
+    summary = (
+        "LSTM policy trained by policy gradient on the cost model (per instance, or the "
+        "shipped pretrained policy), best plan polished by local search."
+    )
+    stochastic = True
+
+    @classmethod
+    def refusal(cls, instance: Instance) -> str | None:
+        from heterps_core.rl.features import MAX_RESOURCES
+
+        if len(instance.resources) > MAX_RESOURCES:
+            return (
+                f"the RL policy handles at most {MAX_RESOURCES} resources, "
+                f"this instance has {len(instance.resources)}"
+            )
+        return None
+
+    def solve(self, instance: Instance, progress: ProgressCallback) -> Plan:
+        # torch is imported here, not at module level, so `heterps plan` stays fast for others.
+        from heterps_core.rl.planner import plan_with_rl
+
+        result = plan_with_rl(
+            instance,
+            seed=self.seed,
+            budget_s=self.budget_s,
+            pretrained=bool(self.options.get("pretrained")),
+            from_scratch=bool(self.options.get("from_scratch")),
+            use_search=bool(self.options.get("search", True)),
+            progress=progress,
+        )
+        assert result.final is not None
+        return result.final

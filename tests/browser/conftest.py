@@ -1,0 +1,46 @@
+"""Playwright with the system Chromium (Debian's `chromium`; no browser download).
+A failed test leaves a screenshot under test-artifacts/."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-component-update"]
+
+
+@pytest.fixture
+def browser(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """Per test, so Playwright's event loop is gone before pytest-django flushes the
+    database; while it runs, Django must be told that ORM calls from this thread are fine."""
+    executable = shutil.which("chromium") or shutil.which("chromium-browser")
+    if executable is None:
+        pytest.skip("no system Chromium: apt-get install -y chromium")
+    from playwright.sync_api import sync_playwright
+
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser: Any, request: pytest.FixtureRequest, settings: Any) -> Iterator[Any]:
+    if settings.SECURE_SSL_REDIRECT:
+        # The live server speaks plain http and builds its middleware once per session.
+        pytest.fail("browser tests need HETERPS_SECURE=0 in production mode (.ci/run sets it)")
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    yield page
+    report = getattr(request.node, "rep_call", None)
+    if report is not None and report.failed:
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
+    context.close()
+

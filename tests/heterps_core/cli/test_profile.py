@@ -1,0 +1,132 @@
+"""`heterps profile` and `heterps catalogue`: real profiling runs and their error messages."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+import torch
+
+from heterps_core import schedulers
+from heterps_core.cli import main
+from heterps_core.instance import Instance
+
+FAST = ["--threads", "1", "--warmup", "1", "--repeats", "2"]
+
+
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
+def test_profile_writes_an_instance_the_planner_accepts(tmp_path, capsys):
+    out = tmp_path / "instance.json"
+    code = main(["profile", "ctr_dnn", "--size", "tiny", "--batch-size", "64", *FAST,
+                 "--target", "1000", "--samples", "1e6", "--out", str(out)])
+    assert code == 0
+    err = capsys.readouterr().err
+    assert "4/4 layer out" in err and "wrote" in err
+    instance = Instance.load(out)
+    assert [layer.name for layer in instance.layers] == ["embedding", "fc1", "fc2", "out"]
+    assert instance.throughput_target == 1000 and instance.batch_size == 64
+    assert schedulers.create("exact").plan(instance).feasible
+    provenance = json.loads((tmp_path / "instance.provenance.json").read_text())
+    assert {f["source"] for f in provenance["compute_s"]} == {"estimated"}
+    assert main(["evaluate", str(out), "--json",
+                 "--assignment", ",".join(["cpu-r6i.8xlarge"] * 4)]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["feasible"]
+
+
+def test_measured_kind_and_custom_catalogue(tmp_path, capsys):
+    catalogue = tmp_path / "catalogue.json"
+    assert main(["catalogue", "--out", str(catalogue)]) == 0
+    data = json.loads(catalogue.read_text())
+    data["resources"] = [r for r in data["resources"] if r["name"] in ("cpu-c6i.8xlarge",
+                                                                       "gpu-t4")]
+    data["resources"][0]["price_per_hour"] = 0.5
+    catalogue.write_text(json.dumps(data))
+    code = main(["profile", "two_tower", "--size", "tiny", "--batch-size", "32", *FAST,
+                 "--resources", str(catalogue), "--device-kind", "cpu-c6i.8xlarge",
+                 "--target", "500"])
+    assert code == 0
+    instance = Instance.from_json(capsys.readouterr().out)
+    assert instance.resource_names == ["cpu-c6i.8xlarge", "gpu-t4"]
+    assert instance.resource("cpu-c6i.8xlarge").price_per_hour == 0.5
+
+
+def test_list_names_every_zoo_model(capsys):
+    assert main(["profile", "--list"]) == 0
+    out = capsys.readouterr().out
+    for name in ("ctr_dnn", "wide_deep", "deepfm", "dlrm", "two_tower", "two_emb",
+                 "skipgram_nce"):
+        assert name in out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["nope", "--target", "1"], "unknown model 'nope'"),
+        (["ctr_dnn"], "--target is required"),
+        (["ctr_dnn", "--target", "1", "--threads", "0"], "--threads must be at least 1"),
+        (["ctr_dnn", "--target", "1", "--device", "cuda:7"], "--device cuda:7"),
+        ([], "name a zoo MODEL"),
+        (["--import", "json:loads", "--target", "1"], "--import needs --example-input"),
+        (["--import", "nowhere_pkg:make", "--example-input", "float32[2,2]", "--target", "1"],
+         "cannot import 'nowhere_pkg'"),
+    ],
+)
+def test_errors_are_messages_not_tracebacks(args, message, capsys):
+    assert main(["profile", *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_bad_catalogue_names_the_field(tmp_path, capsys):
+    bad = tmp_path / "c.json"
+    entry = {"name": "x", "kind": "gpu", "peak_tflops": -1, "memory_bandwidth_gbs": 900,
+             "memory_gb": 16, "network_gbps": 10, "price_per_hour": 1}
+    bad.write_text(json.dumps([entry]))
+    assert main(["profile", "ctr_dnn", "--target", "1", "--resources", str(bad)]) == 2
+    assert "resources[0].peak_tflops: must be greater than 0" in capsys.readouterr().err
+
+
+def test_bring_your_own_model(tmp_path, monkeypatch, capsys):
+    (tmp_path / "my_ctr.py").write_text(textwrap.dedent("""
+        import torch
+        from torch import nn
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.emb = nn.Embedding(500, 8)
+                self.fc1 = nn.Linear(4 + 3 * 8, 32)
+                self.fc2 = nn.Linear(32, 1)
+
+            def forward(self, dense, ids):
+                x = torch.cat([dense, self.emb(ids).flatten(1)], dim=1)
+                return self.fc2(torch.relu(self.fc1(x))).squeeze(1)
+
+        def make():
+            return Net()
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out = tmp_path / "mine.json"
+    code = main(["profile", "--import", "my_ctr:make", "--example-input",
+                 "dense=float32[16,4];ids=int64[16,3]<500", "--batch-size", "48", *FAST,
+                 "--target", "100", "--out", str(out)])
+    assert code == 0, capsys.readouterr().err
+    instance = Instance.load(out)
+    assert [(layer.name, layer.kind) for layer in instance.layers] == [
+        ("emb", "embedding"), ("fc1", "dense"), ("fc2", "dense")]
+    assert instance.batch_size == 48
+    assert instance.layers[0].shardable and instance.layers[0].sync_mb == 0
+
+
+def test_catalogue_to_stdout(capsys):
+    assert main(["catalogue"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["version"] == 1 and len(data["resources"]) >= 6

@@ -1,0 +1,22 @@
+import json
+
+from heterps_core.cli import main
+from heterps_core.rl.checkpoint import load_policy
+
+
+def test_train_policy_writes_a_loadable_checkpoint(tmp_path, capsys) -> None:
+    out = tmp_path / "policy.pt"
+    code = main(["train-policy", "--updates", "2", "--pool", "4", "--output", str(out), "--json"])
+    assert code == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["updates"] == 2 and summary["pool_size"] == 4
+    policy, meta = load_policy(out)
+    assert meta["seed"] == 0
+
+
+def test_train_policy_rejects_bad_arguments(tmp_path, capsys) -> None:
+    assert main(["train-policy", "--updates", "0"]) == 2
+    assert "--updates: must be at least 1" in capsys.readouterr().err
+    missing = tmp_path / "nowhere" / "p.pt"
+    assert main(["train-policy", "--output", str(missing)]) == 2
+    assert "does not exist" in capsys.readouterr().err

@@ -1,0 +1,56 @@
+import pytest
+
+from heterps_core import schedulers
+from heterps_core.generate import random_instance
+from heterps_core.rl.fastcost import AssignmentCosts
+from heterps_core.rl.planner import _with_fallback, plan_with_rl
+from heterps_core.rl.training import Problem
+
+
+def test_registered_as_rl_and_plans_the_spec_example(tiny) -> None:
+    plan = schedulers.create("rl", seed=0, budget_s=3).plan(tiny)
+    assert plan.scheduler == "rl" and plan.feasible
+    assert plan.cost_per_hour == pytest.approx(3.6)
+    assert any("REINFORCE" in note for note in plan.notes)
+    assert plan.solve_time_s < 10
+
+
+def test_pretrained_zero_shot_is_fast_and_never_worse_than_homogeneous(optimum) -> None:
+    for seed in range(3):
+        instance = random_instance(seed, 7, 3)
+        result = plan_with_rl(instance, seed=seed, pretrained=True)
+        plan = result.final
+        homogeneous = AssignmentCosts(instance).homogeneous()
+        assert plan.feasible
+        assert plan.cost_per_hour <= homogeneous[1].cost * (1 + 1e-9)
+        assert plan.cost_per_hour >= optimum(instance).cost * (1 - 1e-9)
+        assert result.greedy is not None and result.policy_best is not None
+        assert any("zero-shot" in note for note in plan.notes)
+
+
+def test_falls_back_to_the_homogeneous_plan_and_says_so(tiny) -> None:
+    problem = Problem(tiny)
+    bad = [1, 1, 1]  # all on gpu: 12 $/h, worse than all-cpu at 4.2 $/h
+    notes: list[str] = []
+    plan = _with_fallback(problem, bad, problem.costs.outcome(bad), notes)
+    assert plan.assignment == ("cpu", "cpu", "cpu")
+    assert plan.cost_per_hour == pytest.approx(4.2)
+    assert any("fell back to the best homogeneous plan" in n for n in plan.notes)
+
+
+def test_infeasible_instance_gets_an_infeasible_plan_with_a_reason(infeasible) -> None:
+    plan = schedulers.create("rl", seed=0, budget_s=1).plan(infeasible)
+    assert not plan.feasible
+    assert "no feasible plan" in plan.reason
+
+
+def test_pure_rl_option_skips_the_search(tiny) -> None:
+    result = plan_with_rl(tiny, seed=0, budget_s=2, use_search=False)
+    assert result.polished is None
+    assert result.final.cost_per_hour == pytest.approx(3.6)
+
+
+def test_respects_availability_caps(capped) -> None:
+    plan = schedulers.create("rl", seed=0, budget_s=4).plan(capped)
+    assert plan.feasible
+    assert plan.cost_per_hour == pytest.approx(19.376, rel=0.01)

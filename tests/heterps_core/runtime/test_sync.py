@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+import pytest
+
+from heterps_core.runtime import sync
+from heterps_core.runtime.errors import RunConfigError
+
+
+def test_registry_holds_bsp_and_the_ps_modes() -> None:
+    assert {"bsp", "async"} <= set(sync.names())
+    assert sync.get("bsp").ps_synchronous
+    assert not sync.get("async").ps_synchronous
+
+
+def test_a_new_mode_is_one_class_and_one_decorator() -> None:
+    @sync.register
+    class LocalOnly(sync.SyncMode):
+        name = "test-local-only"
+        summary = "never synchronise (for this test)"
+
+    try:
+        assert isinstance(sync.get("test-local-only"), LocalOnly)
+        with pytest.raises(ValueError, match="registered twice"):
+            sync.register(LocalOnly)
+    finally:
+        sync._MODES.pop("test-local-only")
+
+
+def test_unknown_modes_list_the_known_ones() -> None:
+    with pytest.raises(RunConfigError, match="sync: unknown sync mode 'ssp'; known: async, bsp"):
+        sync.get("ssp")
