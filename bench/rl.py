@@ -122,7 +122,7 @@ def summarise(rows: list[Row], column: str) -> str:
     if not feasible:
         return f"| {len(gaps)} | none feasible | | | | |"
     ordered = sorted(feasible)
-    p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
     t = f"{statistics.median(times):.2f} / {max(times):.2f}" if times else "-"
     return (
         f"| {len(gaps)} | {statistics.median(feasible):.2%} | {p95:.2%} | {max(feasible):.2%} "

@@ -60,16 +60,6 @@ def postgres_url() -> str:
     return url
 
 
-@pytest.fixture(scope="session")
-def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: None) -> None:
-    # Threads (consumers, live server, sync_to_async) keep persistent connections open,
-    # and PostgreSQL will not drop a test database that still has sessions.
-    from django.db import connections
-
-    for alias in connections:
-        connections.settings[alias]["CONN_MAX_AGE"] = 0
-
-
 @dataclass
 class Personas:
     project: Any

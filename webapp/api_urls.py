@@ -7,15 +7,29 @@ from rest_framework.routers import DefaultRouter
 
 from webapp.background.api import WorkViewSet
 from webapp.catalogue.api import ResourceTypeViewSet
+from webapp.modelzoo.api import RegisteredModelViewSet
+from webapp.planning.api import ClusterViewSet, PlanningRequestViewSet, PlanResultViewSet
+from webapp.profiling.api import ProfileRunViewSet
+from webapp.costs.api import CostReportView
+from webapp.jobs.api import JobViewSet
 from webapp.projects.api import ProjectViewSet
+from webapp.rltraining.api import RLTrainingRunViewSet
 
 router = DefaultRouter()
 router.register("projects", ProjectViewSet, basename="project")
 router.register("work", WorkViewSet, basename="work")
 router.register("resource-types", ResourceTypeViewSet, basename="resource-type")
+router.register("models", RegisteredModelViewSet, basename="model")
+router.register("profile-runs", ProfileRunViewSet, basename="profile-run")
+router.register("clusters", ClusterViewSet, basename="cluster")
+router.register("planning-requests", PlanningRequestViewSet, basename="planning-request")
+router.register("plan-results", PlanResultViewSet, basename="plan-result")
+router.register("rl-training-runs", RLTrainingRunViewSet, basename="rl-training-run")
+router.register("jobs", JobViewSet, basename="job")
 
 urlpatterns = [
     path("", include(router.urls)),
+    path("costs/", CostReportView.as_view(), name="api-costs"),
     path("token/", obtain_auth_token, name="api-token"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),

@@ -18,6 +18,8 @@ from webapp.projects.models import Membership, Project, Role
 DEMO_PROJECT = "Demo"
 LOADER_MODULES = [
     "webapp.catalogue.demo",
+    "webapp.modelzoo.demo",
+    "webapp.planning.demo",
 ]
 _LOADERS: list[type[DemoLoader]] = []
 

@@ -41,6 +41,12 @@ INSTALLED_APPS = [
     "webapp.health",
     "webapp.dashboard",
     "webapp.ops",
+    "webapp.modelzoo",
+    "webapp.profiling",
+    "webapp.planning",
+    "webapp.rltraining",
+    "webapp.jobs",
+    "webapp.costs",
 ]
 
 MIDDLEWARE = [

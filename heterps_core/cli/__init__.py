@@ -10,6 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from heterps_core.cli import remote
 from heterps_core.cli.base import Command
 from heterps_core.errors import HeterPSError
 
@@ -27,6 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="heterps",
         description="Plan and run deep-learning training on heterogeneous clusters.",
     )
+    parser.add_argument("--server", help="work with a HeterPS server (see heterps --server URL -h)")
+    parser.add_argument("--token", help="personal API token for --server")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in COMMANDS:
         sub = subparsers.add_parser(command.name, help=command.help, description=command.help)
@@ -36,6 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if remote.wants_server(argv):
+        return remote.main(argv)
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from heterps_core.instance import Instance
 from heterps_core.plan import Plan
+
+if TYPE_CHECKING:
+    from heterps_core.explain import Explanation
+    from heterps_core.frontier import FrontierPoint
 
 
 def print_plan(instance: Instance, plan: Plan, as_json: bool) -> None:
@@ -32,4 +38,70 @@ def format_plan(instance: Instance, plan: Plan) -> str:
         + (f"   total ${plan.total_cost:,.2f} for {plan.hours:,.2f} h (estimate)"
            if plan.total_cost is not None and plan.hours is not None else "")
     )
+    return "\n".join(lines)
+
+
+def stage_summary(plan: Plan) -> str:
+    """'cpu x2 | gpu-a x4': the stages of a plan on one line."""
+    return " | ".join(f"{s.resource} x{s.units if s.units is not None else '?'}"
+                      for s in plan.stages)
+
+
+def format_considered(
+    instance: Instance, plans: list[Plan], chosen: Plan | None, skipped: dict[str, str]
+) -> str:
+    """The 'considered plans' table (one row per scheduler), the chosen one marked."""
+    lines = [
+        f"Considered plans for {instance.name or 'instance'} "
+        f"(target {instance.throughput_target:,.0f} samples/s):",
+        f"  {'scheduler':<12} {'$/hour':>10} {'samples/s':>12} {'$/M samples':>12} "
+        f"{'solve s':>8}  stages",
+    ]
+    for plan in plans:
+        mark = "✔" if plan is chosen else " "
+        if plan.feasible:
+            lines.append(
+                f"{mark} {plan.scheduler:<12} {plan.cost_per_hour or 0:>10,.3f} "
+                f"{plan.throughput or 0:>12,.0f} {plan.cost_per_million_samples or 0:>12,.4f} "
+                f"{plan.solve_time_s:>8.3f}  {stage_summary(plan)}"
+            )
+        else:
+            lines.append(
+                f"{mark} {plan.scheduler:<12} {'-':>10} {'-':>12} {'-':>12} "
+                f"{plan.solve_time_s:>8.3f}  infeasible: {plan.reason}"
+            )
+    for name, why in skipped.items():
+        lines.append(f"  {name:<12} {'':>10} {'':>12} {'':>12} {'':>8}  skipped: {why}")
+    if chosen is not None:
+        lines.append("")
+        lines.append(format_plan(instance, chosen))
+    else:
+        lines.append("No scheduler found a feasible plan.")
+    return "\n".join(lines)
+
+
+def format_frontier(points: list[FrontierPoint]) -> str:
+    lines = [
+        f"{'target':>12} {'samples/s':>12} {'$/hour':>10} {'$/M samples':>12}  stages",
+    ]
+    for p in points:
+        plan = p.plan
+        if not plan.feasible:
+            lines.append(f"{p.target:>12,.0f} {'-':>12} {'-':>10} {'-':>12}  infeasible: "
+                         f"{plan.reason}")
+            continue
+        flag = "  (dominated)" if p.dominated else ""
+        lines.append(
+            f"{p.target:>12,.0f} {plan.throughput or 0:>12,.0f} {plan.cost_per_hour or 0:>10,.3f} "
+            f"{plan.cost_per_million_samples or 0:>12,.4f}  {stage_summary(plan)}{flag}"
+        )
+    return "\n".join(lines)
+
+
+def format_explanation(explanation: Explanation) -> str:
+    lines = ["", f"Binding: {explanation.binding}"]
+    lines += [f"  {note}" for note in explanation.stage_notes]
+    lines.append("Runner-ups:")
+    for alt in explanation.alternatives:
+        lines.append(f"  {alt.label:<28} {alt.verdict}")
     return "\n".join(lines)

@@ -28,12 +28,16 @@ class TrainPolicyCommand(Command):
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        from heterps_core.rl.pretrained import DEFAULT_POOL, DEFAULT_UPDATES
+        from heterps_core.rl.pretrained import DEFAULT_POOL, DEFAULT_UPDATES, IMITATION_STEPS
 
         parser.add_argument("--seed", type=int, default=0, help="training seed (default 0)")
         parser.add_argument(
             "--updates", type=int, default=DEFAULT_UPDATES,
             help=f"optimizer steps (default {DEFAULT_UPDATES})",
+        )
+        parser.add_argument(
+            "--imitation-steps", type=int, default=IMITATION_STEPS,
+            help=f"imitation warm-start steps (default {IMITATION_STEPS})",
         )
         parser.add_argument(
             "--pool", type=int, default=DEFAULT_POOL,
@@ -48,6 +52,10 @@ class TrainPolicyCommand(Command):
     def run(self, args: argparse.Namespace) -> int:
         if args.updates < 1:
             raise TrainPolicyError("--updates", f"must be at least 1, got {args.updates}")
+        if args.imitation_steps < 0:
+            raise TrainPolicyError(
+                "--imitation-steps", f"must not be negative, got {args.imitation_steps}"
+            )
         if args.pool < 4:
             raise TrainPolicyError("--pool", f"must be at least 4, got {args.pool}")
         output = Path(args.output)
@@ -61,15 +69,18 @@ class TrainPolicyCommand(Command):
 
         def report(p: Progress) -> None:
             if p.current % 50 == 0 or p.current == p.total:
-                m = p.metrics
+                numbers = "  ".join(
+                    f"{k.replace('_', ' ')} {v:.3f}" for k, v in p.metrics.items() if k != "update"
+                )
                 print(
-                    f"update {p.current}/{p.total}  mean reward {m['mean_reward']:.3f}  "
-                    f"entropy {m['entropy']:.3f}  {time.perf_counter() - start:.0f} s",
+                    f"{p.message}: {p.current}/{p.total}  {numbers}  "
+                    f"{time.perf_counter() - start:.0f} s",
                     file=sys.stderr,
                 )
 
         policy, meta = build_pretrained(
-            seed=args.seed, updates=args.updates, pool_size=args.pool, progress=report
+            seed=args.seed, updates=args.updates, pool_size=args.pool,
+            imitation_steps=args.imitation_steps, progress=report,
         )
         path = save_pretrained(policy, meta, output)
         summary = {**meta, "output": str(path), "seconds": round(time.perf_counter() - start, 1)}

@@ -1,7 +1,9 @@
-"""Update compression: a dense update, or the k largest entries with optional error feedback.
+"""Update compression: an update as it is, or its k largest entries (error feedback optional).
 
 Bytes are counted as they would travel: 4 bytes per float32 value, plus 4 per int32 index
-for a sparse update. Top-k at ratio r therefore sends 2r of the dense bytes.
+for a sparse message. An uncompressed update goes as (index, value) pairs when that is
+smaller than dense, as a parameter server does with embedding rows nobody touched. Top-k at
+ratio r therefore sends 2r of the dense bytes.
 """
 
 from __future__ import annotations
@@ -23,8 +25,14 @@ class Payload:
     nbytes: int
 
 
-def dense(update: torch.Tensor) -> Payload:
-    return Payload(update, update.numel() * VALUE_BYTES)
+def plain(update: torch.Tensor) -> Payload:
+    """The update uncompressed: dense, or its non-zero entries with indices if smaller."""
+    return Payload(update, message_bytes(update.numel(), int(torch.count_nonzero(update))))
+
+
+def message_bytes(numel: int, nonzero: int) -> int:
+    """Bytes of the cheaper encoding of `nonzero` changed entries out of `numel`."""
+    return min(numel * VALUE_BYTES, nonzero * (VALUE_BYTES + INDEX_BYTES))
 
 
 class TopK:

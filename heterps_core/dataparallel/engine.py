@@ -26,7 +26,7 @@ from enum import IntEnum
 
 import torch
 
-from heterps_core.dataparallel.compression import VALUE_BYTES, Payload, dense
+from heterps_core.dataparallel.compression import VALUE_BYTES, Payload, message_bytes, plain
 from heterps_core.dataparallel.config import TrainConfig
 from heterps_core.dataparallel.data import ShardStream
 from heterps_core.dataparallel.errors import DataParallelError
@@ -155,6 +155,8 @@ class _Engine:
         self.held_out = _held_out(spec.zoo_model, spec.model_config, cfg)
         self.theta = get_flat(self.server)
         self.dense_bytes = self.theta.numel() * VALUE_BYTES
+        # stale[w, i]: entry i changed on the server since worker w last pulled.
+        self.stale = torch.zeros(cfg.workers, self.theta.numel(), dtype=torch.bool)
         self.version = 0
         self.clocks = [0] * cfg.workers
         self.rounds: list[_Round | None] = [None] * cfg.workers
@@ -254,8 +256,11 @@ class _Engine:
         pull_s = 0.0
         if not plan.collective:  # after an all-reduce the worker already holds the result
             self.workers[w].load(self.theta)
-            summary.bytes_received += self.dense_bytes
-            pull_s = self.push_local_s[w] + wire_s(self.dense_bytes, self.cfg)
+            # The server sends the entries changed since this worker's last pull.
+            pulled = message_bytes(self.theta.numel(), int(self.stale[w].sum()))
+            self.stale[w] = False
+            summary.bytes_received += pulled
+            pull_s = self.push_local_s[w] + wire_s(pulled, self.cfg)
         self.rounds[w] = _Round(plan, self.theta.clone(), self.version, staleness)
         self._schedule_step(t + pull_s, w)
 
@@ -307,7 +312,7 @@ class _Engine:
         assert rnd is not None
         compressor = self.mode.compressor
         compress = rnd.plan.compress and compressor is not None
-        payload = compressor.compress(w, delta) if compress and compressor else dense(delta)
+        payload = compressor.compress(w, delta) if compress and compressor else plain(delta)
         rnd.payload = payload
         self.summaries[w].bytes_sent += payload.nbytes
         self._schedule(t + self.push_local_s[w] + wire_s(payload.nbytes, self.cfg), _Kind.PUSH, w)
@@ -316,11 +321,13 @@ class _Engine:
         rnd = self.rounds[w]
         assert rnd is not None and rnd.payload is not None
         self.theta.add_(rnd.payload.update)
+        self.stale |= rnd.payload.update != 0
         lag = self.version - rnd.pulled_version
         self.version += 1
         self.clocks[w] += 1
         self.summaries[w].commits += 1
-        self.emit(CommitEvent(w, t, rnd.payload.nbytes, lag, rnd.staleness, self.mode.phase()))
+        self.emit(CommitEvent(w, t, rnd.payload.nbytes, lag, rnd.staleness, self.mode.phase(),
+                              rnd.plan.compress))
         self.rounds[w] = None
         self._schedule(t, _Kind.START, w)
         for other in sorted(self.blocked_since):
@@ -350,7 +357,8 @@ class _Engine:
             self.rounds[v] = None
             self._schedule(done, _Kind.START, v)
         self.arrived.clear()
-        self.emit(CommitEvent(-1, done, ring_bytes, 0, 0, self.mode.phase()))
+        self.stale[:] = False
+        self.emit(CommitEvent(-1, done, ring_bytes, 0, 0, self.mode.phase(), False))
 
     # -- observers -------------------------------------------------------------------------
 

@@ -58,6 +58,7 @@ class CommitEvent:
     update_lag: int  # server updates applied between this worker's pull and this push
     staleness: int
     phase: str
+    compressed: bool  # sent through the mode's compressor (top-k)
 
 
 @dataclass(frozen=True)

@@ -92,7 +92,12 @@ class StageRunner:
     def prepare(self) -> Any:
         for p in self.params:
             p.grad = None  # as after optimizer.zero_grad(set_to_none=True)
+        # Inside a stage, a layer's input and upstream gradient were just written by its
+        # neighbours and sit in cache; reading them here gives a lone layer the same start.
+        if self.grad_out is not None:
+            self.grad_out.sum()
         if isinstance(self.input, torch.Tensor):
+            self.input.sum()
             return self.input.detach().requires_grad_(True)
         return self.input
 

@@ -16,7 +16,6 @@ from heterps_core.progress import ProgressCallback, no_progress
 from heterps_core.zoo.base import ModelConfig, chain_of
 
 DEFAULT_ROWS_CAP = 100_000
-SIZES = ("tiny", "small", "production")
 
 
 def capped(config: ModelConfig, rows_cap: int) -> ModelConfig:
@@ -33,8 +32,6 @@ def profile_zoo_model(
     progress: ProgressCallback = no_progress,
 ) -> ModelProfile:
     model_def = zoo.get(name)
-    if size not in SIZES:
-        raise ProfileError(f"--size must be one of {', '.join(SIZES)}, got {size!r}")
     if rows_cap < 1:
         raise ProfileError(f"--rows-cap must be at least 1, got {rows_cap}")
     batch_size = batch_size or model_def.default_batch_size

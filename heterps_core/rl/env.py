@@ -35,7 +35,7 @@ OBSERVATION_BOUND = 100.0  # features are logs and ratios; clipping only guards 
 OBSERVATION_SIZE = LAYER_FEATURES + MAX_RESOURCES * PAIR_FEATURES + MAX_RESOURCES + 1
 
 
-class PlanningEnv(gym.Env[np.ndarray, int]):
+class PlanningEnv(gym.Env[np.ndarray, np.int64]):
     metadata: dict[str, Any] = {"render_modes": []}
 
     def __init__(self, instance: Instance) -> None:
@@ -62,21 +62,21 @@ class PlanningEnv(gym.Env[np.ndarray, int]):
         self._assignment = []
         return self._observation(), {"action_mask": self.action_masks()}
 
-    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+    def step(self, action: np.int64 | int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         t = len(self._assignment)
         if t >= self.n_layers:
             raise RuntimeError("step() called after the episode ended; call reset()")
-        action = int(action)
-        if not self.features.mask[t, action]:
+        index = int(action)
+        if not self.features.mask[t, index]:
             layer = self.instance.layers[t].name
             where = (
-                self.instance.resources[action].name
-                if action < len(self.instance.resources)
-                else f"resource #{action} (the instance has {len(self.instance.resources)})"
+                self.instance.resources[index].name
+                if index < len(self.instance.resources)
+                else f"resource #{index} (the instance has {len(self.instance.resources)})"
             )
             info = {"feasible": False, "reason": f"layer {layer} cannot use {where}"}
             return self._observation(), -INFEASIBLE_PENALTY, True, False, info
-        self._assignment.append(action)
+        self._assignment.append(index)
         if len(self._assignment) < self.n_layers:
             return self._observation(), 0.0, False, False, {"action_mask": self.action_masks()}
         reward, outcome = self.rewarder.one(self._assignment)

@@ -105,7 +105,7 @@ def featurize(instance: Instance) -> InstanceFeatures:
             math.log1p(prev_out),
         ]
         compute_costs = []
-        for r_i, res in enumerate(instance.resources):
+        for res in instance.resources:
             seconds = lyr.compute_s.get(res.name)
             compute_costs.append(
                 res.price_per_hour * rate * seconds / ref if seconds is not None else math.inf

@@ -29,12 +29,13 @@ from heterps_core.rl.fastcost import Outcome, better
 from heterps_core.rl.features import check_size
 from heterps_core.rl.policy import LayerPolicy, one_thread
 from heterps_core.rl.pretrained import load_pretrained
-from heterps_core.rl.search import iterated_polish, polish
+from heterps_core.rl.search import iterated_polish
 from heterps_core.rl.training import Problem, TrainConfig, train_on_instance
 
 DEFAULT_BUDGET_S = 30.0
 ZERO_SHOT_SAMPLES = 32  # greedy decode + 31 samples, one batched forward pass each
-ZERO_SHOT_POLISH_S = 0.4
+ZERO_SHOT_DEADLINE_S = 0.75  # from the start of planning: zero-shot answers come in < 1 s
+ZERO_SHOT_TEMPERATURE = 1.5  # the trained policy is sharp; its samples need spreading out
 TRAIN_SHARE = 0.6  # of a per-instance budget; the local search gets what training leaves
 
 
@@ -85,18 +86,20 @@ def _plan(
         result = _per_instance(problem, seed, budget_s or DEFAULT_BUDGET_S, from_scratch, progress)
     result.policy_best = problem.best_outcome
     best, best_out = problem.best, problem.best_outcome
+    if best is None and problem.first is not None:
+        # Nothing sampled was feasible: the search may still walk to a feasible plan.
+        best, best_out = problem.first
     if use_search and best is not None and best_out is not None:
         if result.mode == "pretrained":
-            deadline = time.perf_counter() + ZERO_SHOT_POLISH_S
-            best, best_out, moves = polish(problem.costs, problem.mask, best, best_out, deadline)
-            what = f"local search ({moves} improving moves)"
+            deadline = start + ZERO_SHOT_DEADLINE_S
         else:
             deadline = start + (budget_s or DEFAULT_BUDGET_S)
-            best, best_out, wins = iterated_polish(
-                problem.costs, problem.mask, best, best_out, deadline, seed=seed
-            )
-            what = f"iterated local search ({wins} improving kicks)"
+        best, best_out, wins = iterated_polish(
+            problem.costs, problem.mask, best, best_out, deadline, seed=seed
+        )
+        what = f"iterated local search ({wins} improving kicks)"
         result.polished = best_out
+        problem.offer(best, best_out)
         if result.policy_best and best_out.cost and result.policy_best.cost:
             change = 1 - best_out.cost / result.policy_best.cost
             result.notes.append(f"{what} on the cost model lowered it by {change:.2%}")
@@ -111,7 +114,9 @@ def _zero_shot(
     policy = load_pretrained()
     result = RLResult(mode="pretrained")
     generator = torch.Generator().manual_seed(seed)
-    plans = policy.sample_plans(problem.encoded, ZERO_SHOT_SAMPLES, generator)
+    plans = policy.sample_plans(
+        problem.encoded, ZERO_SHOT_SAMPLES, generator, temperature=ZERO_SHOT_TEMPERATURE
+    )
     _, outcomes = problem.rewarder.batch(plans)
     for row, outcome in zip(plans, outcomes, strict=True):
         problem.offer(row, outcome)

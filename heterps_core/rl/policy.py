@@ -93,8 +93,12 @@ class LayerPolicy(nn.Module):
         k: int,
         greedy: bool = False,
         generator: torch.Generator | None = None,
+        forced: torch.Tensor | None = None,
+        temperature: float = 1.0,
     ) -> Rollout:
-        """Decode `k` plans (argmax at every step when `greedy`)."""
+        """Decode `k` plans: sampled, argmax at every step when `greedy`, or the given `forced`
+        actions [k, n_layers] (teacher forcing: their log-probabilities, for imitation).
+        `temperature` > 1 flattens the sampling distribution (log-probs stay at 1)."""
         emb, enc = self.encode(inst)
         n, n_res = inst.mask.shape
         pair_part = self.score_pair(torch.cat([emb, enc.unsqueeze(1).expand(-1, n_res, -1)], -1))
@@ -117,10 +121,13 @@ class LayerPolicy(nn.Module):
             )
             logits = self.score_out(z).squeeze(-1).masked_fill(~inst.mask[t], _MASKED)
             logp = torch.log_softmax(logits, dim=-1)
-            if greedy:
+            if forced is not None:
+                action = forced[:, t]
+            elif greedy:
                 action = logp.argmax(dim=-1)
             else:
-                action = torch.multinomial(logp.exp(), 1, generator=generator).squeeze(-1)
+                probs = torch.softmax(logits / temperature, dim=-1)
+                action = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
             actions.append(action)
             chosen = action.tolist()
             starts = [s if a == p else t for s, a, p in zip(starts, chosen, previous, strict=True)]
@@ -137,14 +144,20 @@ class LayerPolicy(nn.Module):
         )
 
     def sample_plans(
-        self, inst: EncodedInstance, k: int, generator: torch.Generator | None = None
+        self,
+        inst: EncodedInstance,
+        k: int,
+        generator: torch.Generator | None = None,
+        temperature: float = 1.0,
     ) -> np.ndarray:
         """Greedy decode plus `k - 1` samples, without gradients: [k, n_layers] indices."""
         with torch.no_grad():
             greedy = self.rollout(inst, 1, greedy=True).actions
             if k <= 1:
                 return greedy.numpy()
-            sampled = self.rollout(inst, k - 1, generator=generator).actions
+            sampled = self.rollout(
+                inst, k - 1, generator=generator, temperature=temperature
+            ).actions
         return torch.cat([greedy, sampled]).numpy()
 
 

@@ -1,9 +1,12 @@
 """The pretrained policy shipped with the package, and the recipe that reproduces it.
 
 Recipe (`heterps train-policy` runs exactly this): a pool of generated instances with seeds
-disjoint from every seed the tests and the benchmark use (>= `POOL_SEED_OFFSET`), 4-40 layers
-and 2-6 resources, a quarter of those up to 12 layers with binding availability caps, plus the zoo instances
-when the zoo can build them; then `training.pretrain` for `DEFAULT_UPDATES` steps.
+disjoint from every seed the tests and the benchmark use (>= `POOL_SEED_OFFSET`), 4-40
+layers and 2-6 resources, a quarter of those with up to 12 layers with binding availability
+caps. Training: `IMITATION_STEPS` steps of imitation of each instance's exact optimum (the
+`exact` scheduler's plan, teacher-forced), then `DEFAULT_UPDATES` REINFORCE steps on the cost
+model's reward, which is what tunes the sampling distribution around those plans. (`build_pretrained(extra=...)`
+adds more instances, e.g. zoo models, but the shipped file was trained without them.)
 """
 
 from __future__ import annotations
@@ -13,18 +16,20 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from heterps_core.instance import Instance
 from heterps_core.progress import ProgressCallback, no_progress
 from heterps_core.rl.checkpoint import load_policy, save_policy
 from heterps_core.rl.policy import LayerPolicy, PolicyConfig
-from heterps_core.rl.training import TrainConfig, pretrain
+from heterps_core.rl.training import Problem, TrainConfig, imitate, pretrain
 
 PRETRAINED_PATH = Path(__file__).with_name("pretrained.pt")
 POOL_SEED_OFFSET = 1_000_000
 DEFAULT_POOL = 240
-DEFAULT_UPDATES = 700
-PRETRAIN_CONFIG = TrainConfig(samples=32, lr=2e-3, entropy_coef=0.01)
+DEFAULT_UPDATES = 300
+IMITATION_STEPS = 600
+PRETRAIN_CONFIG = TrainConfig(samples=32, lr=5e-4, entropy_coef=0.01)
 _LAYER_CHOICES = (4, 6, 8, 12, 16, 20, 24, 32, 40)
 
 
@@ -49,13 +54,27 @@ def build_pretrained(
     seed: int = 0,
     updates: int = DEFAULT_UPDATES,
     pool_size: int = DEFAULT_POOL,
+    imitation_steps: int = IMITATION_STEPS,
     extra: Sequence[Instance] = (),
     progress: ProgressCallback = no_progress,
 ) -> tuple[LayerPolicy, dict[str, Any]]:
     """Train the pretrained policy from scratch; returns it with the metadata saved beside it."""
+    from heterps_core.schedulers.exact import exact_plan
+
     pool = training_pool(seed, pool_size) + list(extra)
+    problems = [Problem(inst) for inst in pool]
+    taught, targets = [], []
+    for problem in problems:
+        plan = exact_plan(problem.instance)
+        if plan.feasible and plan.assignment is not None:
+            names = problem.instance.resource_names
+            taught.append(problem)
+            targets.append([names.index(r) for r in plan.assignment])
+    torch.manual_seed(seed)
+    policy = LayerPolicy(PolicyConfig())
+    imitation = imitate(policy, taught, targets, imitation_steps, seed=seed, progress=progress)
     policy, history = pretrain(
-        pool, updates, seed=seed, config=PRETRAIN_CONFIG, policy_config=PolicyConfig(),
+        pool, updates, seed=seed, config=PRETRAIN_CONFIG, policy=policy, problems=problems,
         progress=progress,
     )
     tail = history[-50:]
@@ -63,6 +82,9 @@ def build_pretrained(
         "seed": seed,
         "updates": updates,
         "pool_size": len(pool),
+        "imitation_steps": imitation_steps,
+        "imitated_instances": len(taught),
+        "final_nll_per_layer": float(np.mean([r["nll_per_layer"] for r in imitation[-50:]])),
         "extra_instances": [inst.name for inst in extra],
         "final_mean_reward": float(np.mean([row["mean_reward"] for row in tail])),
         "final_entropy": float(np.mean([row["entropy"] for row in tail])),

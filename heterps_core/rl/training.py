@@ -48,6 +48,7 @@ class Problem:
         self.best: list[int] | None = None
         self.best_outcome: Outcome | None = None
         self.first_reason: str | None = None  # why the first infeasible plan failed
+        self.first: tuple[list[int], Outcome] | None = None  # a start when none is feasible
 
     @property
     def mask(self) -> np.ndarray:
@@ -55,6 +56,8 @@ class Problem:
 
     def offer(self, assignment: Sequence[int], outcome: Outcome) -> bool:
         """Keep `assignment` if it beats the best plan seen; True when it does."""
+        if self.first is None:
+            self.first = ([int(a) for a in assignment], outcome)
         if outcome.reason is not None and self.first_reason is None:
             self.first_reason = outcome.reason
         if better(outcome, self.best_outcome):
@@ -166,6 +169,43 @@ def _train_on_instance(
     return InstanceTraining(problem, update, time.perf_counter() - start, history)
 
 
+def imitate(
+    policy: LayerPolicy,
+    problems: Sequence[Problem],
+    targets: Sequence[Sequence[int]],
+    steps: int,
+    seed: int = 0,
+    lr: float = 3e-3,
+    instances_per_step: int = 8,
+    progress: ProgressCallback = no_progress,
+) -> list[dict[str, float]]:
+    """Warm start by imitation: maximise the log-probability of known good plans (the exact
+    optimum of each training instance), teacher-forced. Policy gradient alone spends most of a
+    small CPU budget rediscovering what such plans look like."""
+    with one_thread():
+        torch.manual_seed(seed)
+        rng = np.random.default_rng(seed)
+        optimizer = torch.optim.Adam(policy.parameters(), lr=lr)
+        forced = [torch.tensor([list(t)], dtype=torch.long) for t in targets]
+        per_step = min(instances_per_step, len(problems))
+        history: list[dict[str, float]] = []
+        policy.train()
+        for step in range(1, steps + 1):
+            optimizer.zero_grad()
+            total = 0.0
+            for index in rng.choice(len(problems), size=per_step, replace=False):
+                i = int(index)
+                rollout = policy.rollout(problems[i].encoded, 1, forced=forced[i])
+                loss = -rollout.log_prob.mean() / problems[i].encoded.n_layers / per_step
+                loss.backward()
+                total += float(loss.detach())
+            optimizer.step()
+            row = {"update": step, "nll_per_layer": total}
+            history.append(row)
+            progress(Progress(step, steps, "imitating exact plans", row))
+        return history
+
+
 def pretrain(
     instances: Sequence[Instance],
     updates: int,
@@ -174,37 +214,42 @@ def pretrain(
     instances_per_step: int = 4,
     policy_config: PolicyConfig | None = None,
     progress: ProgressCallback = no_progress,
+    policy: LayerPolicy | None = None,
+    problems: Sequence[Problem] | None = None,
 ) -> tuple[LayerPolicy, list[dict[str, float]]]:
-    """Train one policy across `instances` for `updates` optimizer steps; each step averages
-    the policy gradient of `instances_per_step` instances drawn in a seeded order."""
+    """Train one policy (a fresh one, or `policy`) across `instances` for `updates` optimizer
+    steps; each step averages the policy gradient of `instances_per_step` instances drawn in a
+    seeded order. Pass `problems` (built from `instances`) to reuse prepared ones."""
     with one_thread():
+        torch.manual_seed(seed)
         return _pretrain(
-            instances, updates, seed, config or TrainConfig(), instances_per_step,
-            policy_config or PolicyConfig(), progress,
+            list(problems) if problems is not None else [Problem(i) for i in instances],
+            updates, seed, config or TrainConfig(), instances_per_step,
+            policy or LayerPolicy(policy_config or PolicyConfig()), progress,
         )
 
 
 def _pretrain(
-    instances: Sequence[Instance],
+    problems: list[Problem],
     updates: int,
     seed: int,
     config: TrainConfig,
     instances_per_step: int,
-    policy_config: PolicyConfig,
+    policy: LayerPolicy,
     progress: ProgressCallback,
 ) -> tuple[LayerPolicy, list[dict[str, float]]]:
-    torch.manual_seed(seed)
-    policy = LayerPolicy(policy_config)
-    problems = [Problem(inst) for inst in instances]
+    policy.train()
     rng = np.random.default_rng(seed)
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.Adam(policy.parameters(), lr=config.lr)
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=max(1, updates))
     history: list[dict[str, float]] = []
+    per_step = min(instances_per_step, len(problems))
     for step in range(1, updates + 1):
         optimizer.zero_grad()
         rewards, entropies = [], []
-        for index in rng.choice(len(problems), size=min(instances_per_step, len(problems)), replace=False):
+        drawn = rng.choice(len(problems), size=per_step, replace=False)
+        for index in drawn:
             loss, stats = policy_gradient_loss(
                 policy, problems[int(index)], config, generator, moving_baseline=False
             )

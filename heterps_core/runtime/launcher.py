@@ -20,7 +20,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -37,12 +37,14 @@ from heterps_core.runtime.ps import sparse_tables
 from heterps_core.runtime.spec import (
     JobSpec,
     RankSpec,
+    StageSpec,
     TrainSettings,
     backend_for,
     layout,
     stages_from_plan,
 )
 from heterps_core.runtime.store import serve
+from heterps_core.zoo.base import ChainModel
 
 POLL_S = 0.02
 STOP_GRACE_S = 2.0
@@ -106,72 +108,25 @@ class Launcher:
         cfg, train = self.config, self.config.train
         stages = stages_from_plan(cfg.plan)
         sync.get(train.sync)  # unknown modes fail here, not in a worker
-        zoo = resolve_model(train.model)
-        try:
-            model_config = zoo.config(train.size)
-        except KeyError:
-            raise RunConfigError(
-                "size", f"model {train.model!r} has no size {train.size!r}"
-            ) from None
-        with torch.device("meta"):  # the chain and its tables, without allocating them
-            model = zoo.build(model_config, seed=train.seed)
-        if stages[-1].last != len(model.layers) - 1:
-            raise RunConfigError(
-                "plan",
-                f"covers {stages[-1].last + 1} layers, model {train.model!r} has "
-                f"{len(model.layers)}; plan it from this model's instance",
-            )
-        if train.steps < 1:
-            raise RunConfigError("steps", f"must be at least 1, got {train.steps}")
-        if not 1 <= train.micro_batches <= train.batch_size:
-            raise RunConfigError(
-                "micro_batches", f"must be in 1..batch size, got {train.micro_batches}"
-            )
+        model = _chain(train)
+        _check_chain(stages, model, train)
         if cfg.ps_shards < 1:
             raise RunConfigError("ps_shards", f"must be at least 1, got {cfg.ps_shards}")
-        ps_shards = cfg.ps_shards if sparse_tables(model) else 0
-        binding = {s.resource: cfg.binding.get(s.resource, Target("cpu")) for s in stages}
-        for resource, target in binding.items():
-            if target.kind == "cuda" and not torch.cuda.is_available():
-                raise RunConfigError(f"bind.{resource}", f"{target} but this machine has no GPU")
-        ranks = layout(stages, binding, ps_shards)
+        ranks = layout(stages, _checked_binding(cfg, stages), cfg.ps_shards)
+        if not sparse_tables(model):
+            ranks = tuple(r for r in ranks if r.role != "ps")
         spec = JobSpec(
             train=train,
             stages=stages,
             ranks=ranks,
-            ps_shards=ps_shards,
+            ps_shards=sum(r.role == "ps" for r in ranks),
             checkpoint_dir=cfg.checkpoint_dir,
             checkpoint_every=cfg.checkpoint_every,
             backend=backend_for(ranks),
             report_interval_s=cfg.report_interval_s,
         )
-        rounds = spec.round_steps
-        if train.steps % rounds:
-            raise RunConfigError(
-                "steps",
-                f"must be a multiple of {rounds} (every stage's replicas finish whole "
-                f"rounds of mini-batches), got {train.steps}",
-            )
-        if cfg.checkpoint_every is not None and (
-            cfg.checkpoint_every < 1 or cfg.checkpoint_every % rounds
-        ):
-            raise RunConfigError(
-                "checkpoint_every",
-                f"must be a positive multiple of {rounds}, got {cfg.checkpoint_every}",
-            )
-        if cfg.checkpoint_dir is None:
-            if cfg.resume:
-                raise RunConfigError("resume", "needs a checkpoint directory")
-            return spec
-        checkpoint.check_job(cfg.checkpoint_dir, _fingerprint(spec))
-        start = (
-            checkpoint.latest_complete(cfg.checkpoint_dir, spec.world_size) if cfg.resume else None
-        )
-        if start is not None and start >= train.steps:
-            raise RunConfigError(
-                "steps", f"the checkpoint is already at step {start}; ask for more"
-            )
-        return JobSpec(**{**spec.__dict__, "start_step": start or 0})
+        _check_rounds(spec, cfg.checkpoint_every)
+        return replace(spec, start_step=_start_step(spec, cfg))
 
     @property
     def pids(self) -> dict[int, int]:
@@ -388,6 +343,69 @@ def launch(
 ) -> RunResult:
     """Run a plan to the end (or raise RunError / RunCancelled); the one call most users need."""
     return Launcher(config, sink, cancel).run()
+
+
+def _chain(train: TrainSettings) -> ChainModel:
+    """The model's layer chain and tables, built on the meta device (nothing allocated)."""
+    zoo = resolve_model(train.model)
+    try:
+        model_config = zoo.config(train.size)
+    except KeyError:
+        raise RunConfigError("size", f"model {train.model!r} has no size {train.size!r}") from None
+    with torch.device("meta"):
+        return zoo.build(model_config, seed=train.seed)
+
+
+def _check_chain(stages: tuple[StageSpec, ...], model: ChainModel, train: TrainSettings) -> None:
+    if stages[-1].last != len(model.layers) - 1:
+        raise RunConfigError(
+            "plan",
+            f"covers {stages[-1].last + 1} layers, model {train.model!r} has "
+            f"{len(model.layers)}; plan it from this model's instance",
+        )
+    if train.steps < 1:
+        raise RunConfigError("steps", f"must be at least 1, got {train.steps}")
+    if not 1 <= train.micro_batches <= train.batch_size:
+        raise RunConfigError(
+            "micro_batches", f"must be in 1..batch size, got {train.micro_batches}"
+        )
+
+
+def _checked_binding(cfg: RunConfig, stages: tuple[StageSpec, ...]) -> dict[str, Target]:
+    binding = {s.resource: cfg.binding.get(s.resource, Target("cpu")) for s in stages}
+    for resource, target in binding.items():
+        if target.kind == "cuda" and not torch.cuda.is_available():
+            raise RunConfigError(f"bind.{resource}", f"{target} but this machine has no GPU")
+    return binding
+
+
+def _check_rounds(spec: JobSpec, checkpoint_every: int | None) -> None:
+    rounds = spec.round_steps
+    if spec.train.steps % rounds:
+        raise RunConfigError(
+            "steps",
+            f"must be a multiple of {rounds} (every stage's replicas finish whole "
+            f"rounds of mini-batches), got {spec.train.steps}",
+        )
+    if checkpoint_every is not None and (checkpoint_every < 1 or checkpoint_every % rounds):
+        raise RunConfigError(
+            "checkpoint_every", f"must be a positive multiple of {rounds}, got {checkpoint_every}"
+        )
+
+
+def _start_step(spec: JobSpec, cfg: RunConfig) -> int:
+    """0, or the newest complete checkpoint's step when resuming."""
+    if cfg.checkpoint_dir is None:
+        if cfg.resume:
+            raise RunConfigError("resume", "needs a checkpoint directory")
+        return 0
+    checkpoint.check_job(cfg.checkpoint_dir, _fingerprint(spec))
+    if not cfg.resume:
+        return 0
+    start = checkpoint.latest_complete(cfg.checkpoint_dir, spec.world_size) or 0
+    if start >= spec.train.steps:
+        raise RunConfigError("steps", f"the checkpoint is already at step {start}; ask for more")
+    return start
 
 
 def _fingerprint(spec: JobSpec) -> dict[str, Any]:

@@ -36,8 +36,8 @@ def capped_dp(table: StageTable, capped: Sequence[str]) -> list[Run] | None:
     size = usage_states(table, capped)
     usage = np.arange(size)
     digits: dict[int, tuple[np.ndarray, int]] = {}
-    for k, r in enumerate(capped):
-        digits[names.index(r)] = ((usage // strides[k]) % (counts[k] + 1), strides[k])
+    for k, name in enumerate(capped):
+        digits[names.index(name)] = ((usage // strides[k]) % (counts[k] + 1), strides[k])
 
     shape = (n, n_res, size)
     best_cost = np.full(shape, np.inf)
@@ -66,11 +66,11 @@ def capped_dp(table: StageTable, capped: Sequence[str]) -> list[Run] | None:
                 prev_thr = np.where(valid, np.take_along_axis(prev_thr, src, axis=1), 0.0)
             cost = prev_cost + stage_cost
             thr = np.minimum(prev_thr, stage_thr)
-            i, ok = _best_along_first_axis(cost, thr)
+            firsts, ok = _best_along_first_axis(cost, thr)
             cols = np.arange(size)
-            best_cost[j, r] = np.where(ok, cost[i, cols], np.inf)
-            best_thr[j, r] = np.where(ok, thr[i, cols], 0.0)
-            back_first[j, r] = i
+            best_cost[j, r] = np.where(ok, cost[firsts, cols], np.inf)
+            best_thr[j, r] = np.where(ok, thr[firsts, cols], 0.0)
+            back_first[j, r] = firsts
         for r in range(n_res):
             others = np.array([q for q in range(n_res) if q != r], dtype=np.int64)
             if others.size == 0:
@@ -86,9 +86,9 @@ def capped_dp(table: StageTable, capped: Sequence[str]) -> list[Run] | None:
     pick, ok = _best_along_first_axis(final_cost[:, None], final_thr[:, None])
     if not ok[0]:
         return None
-    r, u = divmod(int(pick[0]), size)
+    last_r, u = divmod(int(pick[0]), size)
     runs: list[Run] = []
-    j = n - 1
+    j, r = n - 1, last_r
     while j >= 0:
         i = int(back_first[j, r, u])
         runs.append((i, j, names[r]))

@@ -13,8 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
-from scipy.sparse import coo_matrix
 
 from heterps_core.costmodel import REL_TOL
 from heterps_core.errors import SchedulerError
@@ -32,6 +30,10 @@ class CappedResult:
 
 def capped_optimum(table: StageTable, budget_s: float | None = None) -> CappedResult:
     """ILP over candidate stages: a path through layer boundaries 0..L, maximal runs, caps."""
+    # SciPy's optimiser takes ~1 s to import; only this rare path needs it.
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import coo_matrix
+
     cands = _candidates(table, capped_upper_bound(table))
     if not cands:
         return CappedResult(None, True)

@@ -11,6 +11,7 @@ from heterps_core.zoo import register
 from heterps_core.zoo.base import Batch, ChainLayer, ChainModel, ModelConfig, ZooModel
 from heterps_core.zoo.data import ctr_batch, generator
 from heterps_core.zoo.layers import AddCarried, SparseInput, bce_loss, mlp_chain
+from heterps_core.zoo.sizes import check_size
 
 N_DENSE = 13
 N_SPARSE = 26
@@ -31,6 +32,7 @@ class CtrDnn(ZooModel):
     default_batch_size = 1000
 
     def config(self, size: str = "small") -> ModelConfig:
+        check_size(size)
         vocab = {"tiny": 100, "small": 10_000, "production": PRODUCTION_VOCAB}[size]
         hidden = (64, 32) if size == "tiny" else (400, 400, 400)
         return ModelConfig(vocab_sizes=(vocab,) * N_SPARSE, embedding_dim=10, hidden=hidden,

@@ -13,6 +13,7 @@ from heterps_core.zoo.ctr_dnn import N_DENSE, N_SPARSE, CTRModel
 from heterps_core.zoo.data import ctr_batch, generator
 from heterps_core.zoo.heads import DotInteraction
 from heterps_core.zoo.layers import AddCarried, SparseInput, mlp_chain
+from heterps_core.zoo.sizes import check_size
 
 # Production: 26 tables of 10M rows at dim 64 -> 67 GB of float32 (MLPerf DLRM is ~100 GB).
 PRODUCTION_VOCAB = 10_000_000
@@ -25,6 +26,7 @@ class DLRM(ZooModel):
     default_batch_size = 2048
 
     def config(self, size: str = "small") -> ModelConfig:
+        check_size(size)
         if size == "tiny":
             return ModelConfig(vocab_sizes=(100,) * N_SPARSE, embedding_dim=8, hidden=(32,),
                                extra={"bottom": (16,)})

@@ -17,6 +17,7 @@ from heterps_core.zoo.base import Batch, ChainLayer, ChainModel, Inputs, ModelCo
 from heterps_core.zoo.data import generator, power_law_ids
 from heterps_core.zoo.heads import NCEScore
 from heterps_core.zoo.layers import PartialDense, bce_loss
+from heterps_core.zoo.sizes import check_size
 
 
 class NCELookup(ChainLayer):
@@ -47,6 +48,7 @@ class SkipGramNCE(ZooModel):
     default_batch_size = 1024
 
     def config(self, size: str = "small") -> ModelConfig:
+        check_size(size)
         # Production: a 100M-word vocabulary at dim 128, two tables -> ~103 GB.
         vocab = {"tiny": 500, "small": 50_000, "production": 100_000_000}[size]
         dim = 16 if size == "tiny" else 128

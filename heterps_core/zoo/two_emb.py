@@ -13,6 +13,7 @@ from heterps_core.zoo.base import Batch, ChainLayer, ChainModel, Inputs, ModelCo
 from heterps_core.zoo.ctr_dnn import CTRModel
 from heterps_core.zoo.data import generator, matching_batch
 from heterps_core.zoo.layers import AddCarried, mlp_chain
+from heterps_core.zoo.sizes import check_size
 
 QUERY_TERMS = 8
 AD_TERMS = 4
@@ -48,6 +49,7 @@ class TwoEmb(ZooModel):
     default_batch_size = 1000
 
     def config(self, size: str = "small") -> ModelConfig:
+        check_size(size)
         # Production: 150M query terms and 50M ads at dim 64 -> 51 GB of tables.
         vocab = {"tiny": (200, 100), "small": (50_000, 10_000),
                  "production": (150_000_000, 50_000_000)}[size]

@@ -13,6 +13,7 @@ from heterps_core.zoo.ctr_dnn import CTRModel
 from heterps_core.zoo.data import generator, matching_batch
 from heterps_core.zoo.heads import CosineScore
 from heterps_core.zoo.layers import SparseInput, mlp_chain
+from heterps_core.zoo.sizes import check_size
 
 USER_FIELDS = 4
 ITEM_FIELDS = 4
@@ -25,6 +26,7 @@ class TwoTower(ZooModel):
     default_batch_size = 1024
 
     def config(self, size: str = "small") -> ModelConfig:
+        check_size(size)
         # Production: 100M users and 20M items per field, dim 32 -> ~61 GB of tables.
         vocab = {
             "tiny": (100,) * (USER_FIELDS + ITEM_FIELDS),

@@ -12,6 +12,7 @@ from heterps_core.zoo.base import Batch, ChainLayer, ChainModel, ModelConfig, Zo
 from heterps_core.zoo.ctr_dnn import N_DENSE, N_SPARSE, PRODUCTION_VOCAB, CTRModel
 from heterps_core.zoo.data import ctr_batch, generator
 from heterps_core.zoo.layers import AddCarried, SparseInput, mlp_chain
+from heterps_core.zoo.sizes import check_size
 
 
 @register
@@ -21,6 +22,7 @@ class WideDeep(ZooModel):
     default_batch_size = 1000
 
     def config(self, size: str = "small") -> ModelConfig:
+        check_size(size)
         vocab = {"tiny": 100, "small": 10_000, "production": PRODUCTION_VOCAB // 2}[size]
         hidden = (64, 32) if size == "tiny" else (1024, 512, 256)
         return ModelConfig(vocab_sizes=(vocab,) * N_SPARSE, embedding_dim=16, hidden=hidden,

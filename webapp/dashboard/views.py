@@ -2,12 +2,19 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from webapp.background.models import Work
+from webapp.costs import services as costs
+from webapp.dashboard import services
 from webapp.projects.permissions import visible, visible_projects
 
 
 def home(request: HttpRequest) -> HttpResponse:
+    period = costs.month(None)
     context = {
         "projects": visible_projects(request.user),
         "recent_work": visible(request.user, Work.objects.select_related("project"))[:10],
+        "running_jobs": services.running_jobs(request.user),
+        "recent_plans": services.recent_plans(request.user),
+        "month": services.month_costs(request.user, period),
+        "period": period,
     }
     return render(request, "dashboard/home.html", context)

@@ -33,7 +33,7 @@ class ASHL(SyncMode):
     summary = "ASHL: speed-proportional async rounds, then bounded-staleness top-k rounds."
     params = (
         Param("ahl_steps", "int", 16, "AHL: local steps of the fastest worker per round", 1, 10000),
-        Param("shl_steps", "int", 2, "SHL: local steps of the fastest worker per round", 1, 10000),
+        Param("shl_steps", "int", 4, "SHL: local steps of the fastest worker per round", 1, 10000),
         Param("staleness", "int", 3, "SHL: rounds a worker may be ahead of the slowest", 0, 1000),
         Param("topk_ratio", "float", 0.05, "SHL: fraction of entries each push sends", 1e-6, 1.0),
         Param("error_feedback", "bool", True, "SHL: carry unsent entries to the next push"),

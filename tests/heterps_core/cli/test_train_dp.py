@@ -43,7 +43,7 @@ def test_list_modes_prints_schemas(capsys: pytest.CaptureFixture[str]) -> None:
         (["--param", "noequals"], "--param: expected NAME=VALUE"),
         (["--slowdowns", "1,x,2"], "--slowdowns: expected numbers"),
         (["--workers", "2", "--slowdowns", "1,2,4"], "slowdowns: needs one factor per worker"),
-        (["--size", "enormous"], "--size: unknown size 'enormous'"),
+        (["--size", "enormous"], "'enormous'"),
     ],
 )
 def test_bad_input_is_a_message_not_a_traceback(

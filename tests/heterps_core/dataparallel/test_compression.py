@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import torch
 
-from heterps_core.dataparallel.compression import TopK, dense
+from heterps_core.dataparallel.compression import TopK, plain
 
 
 def test_topk_keeps_the_largest_magnitudes() -> None:
@@ -10,7 +10,15 @@ def test_topk_keeps_the_largest_magnitudes() -> None:
     payload = TopK(0.2, error_feedback=False).compress(0, update)
     assert torch.equal(payload.update, torch.tensor([0, -5.0, 0, 3.0, 0, 0, 0, 0, 0, 0]))
     assert payload.nbytes == 2 * 8
-    assert dense(update).nbytes == 10 * 4
+    assert plain(update).nbytes == 10 * 4  # 9 of 10 entries non-zero: dense is cheaper
+
+
+def test_an_uncompressed_update_with_few_changes_goes_as_index_value_pairs() -> None:
+    update = torch.zeros(100)
+    update[[3, 50, 97]] = torch.tensor([1.0, -2.0, 0.5])
+    payload = plain(update)
+    assert payload.nbytes == 3 * 8
+    assert torch.equal(payload.update, update)
 
 
 def test_error_feedback_delays_but_never_loses_an_update() -> None:

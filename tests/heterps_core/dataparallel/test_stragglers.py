@@ -39,6 +39,7 @@ def test_detector_uses_rolling_medians_so_one_slow_step_is_forgiven() -> None:
     assert report.step_times_s[2] == 4.0
 
 
+@pytest.mark.slow
 def test_the_slowed_worker_is_flagged_during_training(runs: dict[str, Recorded]) -> None:
     flags = [e.flags for e in runs["bsp"].of(StragglerEvent)]
     assert flags and flags[-1] == (False, False, True)
@@ -59,6 +60,7 @@ def test_balanced_batches_refuse_fewer_samples_than_workers() -> None:
         balanced_batches(2, (1.0, 1.0, 1.0))
 
 
+@pytest.mark.slow
 def test_dlb_rebalancing_shrinks_the_straggler_batch_and_cuts_waiting(
     runs: dict[str, Recorded],
 ) -> None:

@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from heterps_core import zoo
+from heterps_core.errors import HeterPSError
 from heterps_core.profiler import (
     ModelProfile,
     ProfileError,
@@ -140,7 +141,7 @@ def test_missing_gpu_is_reported():
 
 
 def test_bad_size_and_batch_are_reported():
-    with pytest.raises(ProfileError, match="--size"):
+    with pytest.raises(HeterPSError, match="size must be one of tiny, small, production"):
         profile_zoo_model("ctr_dnn", FAST, size="huge")
     with pytest.raises(ProfileError, match="--batch-size"):
         profile_zoo_model("ctr_dnn", FAST, size="tiny", batch_size=-4)

@@ -4,14 +4,17 @@ from heterps_core.cli import main
 from heterps_core.rl.checkpoint import load_policy
 
 
-def test_train_policy_writes_a_loadable_checkpoint(tmp_path, capsys) -> None:
-    out = tmp_path / "policy.pt"
-    code = main(["train-policy", "--updates", "2", "--pool", "4", "--output", str(out), "--json"])
-    assert code == 0
-    summary = json.loads(capsys.readouterr().out)
-    assert summary["updates"] == 2 and summary["pool_size"] == 4
-    policy, meta = load_policy(out)
-    assert meta["seed"] == 0
+def test_train_policy_writes_a_loadable_checkpoint_reproducibly(tmp_path, capsys) -> None:
+    paths = [tmp_path / "a.pt", tmp_path / "b.pt"]
+    for out in paths:
+        code = main(["train-policy", "--updates", "2", "--pool", "4", "--imitation-steps", "3",
+                     "--output", str(out), "--json"])
+        assert code == 0
+        summary = json.loads(capsys.readouterr().out)
+        assert summary["updates"] == 2 and summary["pool_size"] == 4
+    _, meta = load_policy(paths[0])
+    assert meta["seed"] == 0 and meta["imitation_steps"] == 3
+    assert paths[0].read_bytes() == paths[1].read_bytes()
 
 
 def test_train_policy_rejects_bad_arguments(tmp_path, capsys) -> None:

@@ -62,6 +62,6 @@ def test_vectorised_with_gymnasium() -> None:
     assert obs.shape == (3, OBSERVATION_SIZE)
     finished = np.zeros(3, dtype=bool)
     for _ in range(5):
-        _, reward, terminated, _, _ = envs.step(np.zeros(3, dtype=np.int64))
+        _, _, terminated, _, _ = envs.step(np.zeros(3, dtype=np.int64))
         finished |= terminated
     assert finished.all()

@@ -66,3 +66,9 @@ def test_ctr_dnn_has_the_paper_shape():
 def test_chain_model_is_the_contract_type():
     model = zoo.get("dlrm")
     assert isinstance(model.build(model.config("tiny")), ChainModel)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_unknown_sizes_are_reported(name):
+    with pytest.raises(HeterPSError, match="size must be one of tiny, small, production"):
+        zoo.get(name).config("huge")

@@ -1,0 +1,303 @@
+"""`heterps --server URL --token T COMMAND`: the same tool, talking to a HeterPS server's
+REST API instead of computing locally. Standard library only (urllib): the core must not
+depend on Django or an HTTP package.
+
+Remote commands are a registry of small classes like the local ones; adding one is a
+`RemoteCommand` subclass with `@register`. The token can also come from HETERPS_TOKEN.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from heterps_core.errors import HeterPSError
+
+TIMEOUT_S = 30.0
+REMOTE: list[type[RemoteCommand]] = []
+
+
+class RemoteError(HeterPSError):
+    """The server could not be reached or refused the request; says which and why."""
+
+
+class Client:
+    """JSON over HTTP with a personal API token (`Authorization: Token T`)."""
+
+    def __init__(self, server: str, token: str | None) -> None:
+        parsed = urllib.parse.urlparse(server)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise RemoteError(f"--server: {server!r} is not an http(s) URL")
+        self.base = server.rstrip("/")
+        self.token = token
+
+    def get(self, path: str, **query: Any) -> Any:
+        params = {k: v for k, v in query.items() if v is not None}
+        suffix = f"?{urllib.parse.urlencode(params)}" if params else ""
+        return self.request("GET", f"{path}{suffix}")
+
+    def post(self, path: str, body: dict[str, Any] | None = None) -> Any:
+        return self.request("POST", path, body or {})
+
+    def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        url = f"{self.base}/api/{path.lstrip('/')}"
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(url, data=data, method=method)
+        request.add_header("Accept", "application/json")
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        if self.token:
+            request.add_header("Authorization", f"Token {self.token}")
+        try:
+            with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
+                raw = response.read()
+        except urllib.error.HTTPError as exc:
+            raise RemoteError(_http_problem(exc.code, exc.read(), path)) from None
+        except urllib.error.URLError as exc:
+            raise RemoteError(f"cannot reach {self.base}: {exc.reason}") from None
+        except TimeoutError:
+            raise RemoteError(f"{self.base} did not answer within {TIMEOUT_S:g} s") from None
+        return json.loads(raw) if raw else None
+
+
+class RemoteCommand:
+    name: ClassVar[str]
+    help: ClassVar[str]
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        """Declare the command's arguments."""
+
+    def run(self, client: Client, args: argparse.Namespace) -> Any:
+        """Call the server; return JSON-ready data (printed as a table or with --json)."""
+        raise NotImplementedError
+
+    def text(self, data: Any) -> str:
+        return json.dumps(data, indent=2)
+
+
+def register(command: type[RemoteCommand]) -> type[RemoteCommand]:
+    REMOTE.append(command)
+    return command
+
+
+def wants_server(argv: Sequence[str]) -> bool:
+    """True when --server comes before the command (the global option)."""
+    for arg in argv:
+        if arg == "--server" or arg.startswith("--server="):
+            return True
+        if not arg.startswith("-"):
+            return False
+    return False
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="heterps --server URL",
+        description="Work with a HeterPS server: its projects, jobs and costs.",
+    )
+    parser.add_argument("--server", required=True, help="the server's URL, e.g. https://heterps")
+    parser.add_argument("--token", default=os.environ.get("HETERPS_TOKEN"),
+                        help="personal API token (default: $HETERPS_TOKEN)")
+    parser.add_argument("--json", action="store_true", help="print the server's JSON")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for command in REMOTE:
+        sub = subparsers.add_parser(command.name, help=command.help, description=command.help)
+        command.add_arguments(sub)
+        sub.set_defaults(_remote=command)
+    return parser
+
+
+def main(argv: Sequence[str]) -> int:
+    args = build_parser().parse_args(argv)
+    command = args._remote()
+    try:
+        if not args.token:
+            raise RemoteError("--token: missing (or set HETERPS_TOKEN); get one from "
+                              "POST /api/token/ or your administrator")
+        data = command.run(Client(args.server, args.token), args)
+    except HeterPSError as exc:
+        print(f"heterps {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(data, indent=2) if args.json else command.text(data))
+    return 0
+
+
+def _http_problem(code: int, body: bytes, path: str) -> str:
+    try:
+        detail: Any = json.loads(body)
+    except ValueError:
+        detail = None
+    if code == 401:
+        return "the server refused the token (401): check --token"
+    if code == 404:
+        return f"not found (404): {path} does not exist or you have no access to it"
+    if code == 403:
+        reason = detail.get("detail") if isinstance(detail, dict) else None
+        return f"not allowed (403): {reason or 'your role does not allow this'}"
+    if code == 400 and isinstance(detail, dict):
+        return "; ".join(f"{field}: {_words(problem)}" for field, problem in detail.items())
+    return f"the server answered {code} for {path}"
+
+
+def _words(problem: Any) -> str:
+    if isinstance(problem, list):
+        return " ".join(_words(p) for p in problem)
+    if isinstance(problem, dict):
+        return "; ".join(f"{k}: {_words(v)}" for k, v in problem.items())
+    return str(problem)
+
+
+def _table(rows: list[dict[str, Any]], columns: list[tuple[str, str]]) -> str:
+    if not rows:
+        return "(none)"
+    cells = [[h for _, h in columns]] + [[_cell(r.get(k)) for k, _ in columns] for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+                     for row in cells)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _results(data: Any) -> list[dict[str, Any]]:
+    return data["results"] if isinstance(data, dict) and "results" in data else data
+
+
+JOB_COLUMNS = [("id", "id"), ("name", "name"), ("project", "project"), ("status", "status"),
+               ("last_step", "step"), ("steps", "steps"),
+               ("last_throughput", "samples/s (measured)"),
+               ("predicted_throughput", "samples/s (plan)"),
+               ("predicted_cost_per_hour", "$/hour (estimate)"),
+               ("accrued_cost", "$ total (accrued)")]
+
+
+@register
+class Projects(RemoteCommand):
+    name = "projects"
+    help = "List the projects you belong to."
+
+    def run(self, client: Client, args: argparse.Namespace) -> Any:
+        return _results(client.get("projects/"))
+
+    def text(self, data: Any) -> str:
+        return _table(data, [("id", "id"), ("name", "name"), ("role", "role")])
+
+
+@register
+class Jobs(RemoteCommand):
+    name = "jobs"
+    help = "List jobs (newest first)."
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--project", type=int, help="only this project's jobs")
+
+    def run(self, client: Client, args: argparse.Namespace) -> Any:
+        return _results(client.get("jobs/", project=args.project))
+
+    def text(self, data: Any) -> str:
+        return _table(data, JOB_COLUMNS)
+
+
+class _OneJob(RemoteCommand):
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("job", type=int, help="job id")
+
+    def text(self, data: Any) -> str:
+        return _table([data], JOB_COLUMNS)
+
+
+@register
+class Job(_OneJob):
+    name = "job"
+    help = "Show one job: state, measured and predicted throughput, cost."
+
+    def run(self, client: Client, args: argparse.Namespace) -> Any:
+        return client.get(f"jobs/{args.job}/")
+
+
+@register
+class Cancel(_OneJob):
+    name = "cancel"
+    help = "Cancel a job's current run."
+
+    def run(self, client: Client, args: argparse.Namespace) -> Any:
+        return client.post(f"jobs/{args.job}/cancel/")
+
+
+@register
+class Restart(_OneJob):
+    name = "restart"
+    help = "Start a finished job again."
+
+    def run(self, client: Client, args: argparse.Namespace) -> Any:
+        return client.post(f"jobs/{args.job}/restart/")
+
+
+@register
+class Approve(RemoteCommand):
+    name = "approve"
+    help = "Approve a planning result: the server starts a job running it."
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("plan_result", type=int, help="planning result id")
+        parser.add_argument("--steps", type=int, required=True, help="mini-batches to train")
+        parser.add_argument("--sync", default="bsp", help="sync mode (default: bsp)")
+        parser.add_argument("--bind", help="resource=target list, e.g. gpu-v100=cuda:0")
+
+    def run(self, client: Client, args: argparse.Namespace) -> Any:
+        body: dict[str, Any] = {"plan_result": args.plan_result, "steps": args.steps,
+                                "sync_mode": args.sync}
+        if args.bind:
+            body["binding"] = _binding(args.bind)
+        return client.post("jobs/", body)
+
+    def text(self, data: Any) -> str:
+        return _table([data], JOB_COLUMNS)
+
+
+@register
+class Costs(RemoteCommand):
+    name = "costs"
+    help = "Cost report for a month: estimate next to accrued, per job."
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--month", help="YYYY-MM (default: this month)")
+        parser.add_argument("--project", type=int)
+
+    def run(self, client: Client, args: argparse.Namespace) -> Any:
+        return client.get("costs/", month=args.month, project=args.project)
+
+    def text(self, data: Any) -> str:
+        rows = _table(data["jobs"], [("project", "project"), ("job_id", "job"), ("job", "name"),
+                                     ("runs", "runs"), ("estimate", "$ total (estimate)"),
+                                     ("accrued", "$ total (accrued)")])
+        return (f"{data['period']['start'][:10]} to {data['period']['end'][:10]} (exclusive): "
+                f"${data['estimate_usd_total']:.4f} estimate, "
+                f"${data['accrued_usd_total']:.4f} accrued\n{rows}")
+
+
+def _binding(text: str) -> dict[str, str]:
+    binding = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        resource, sep, target = item.partition("=")
+        if not sep:
+            raise RemoteError(f"--bind: {item!r} is not RESOURCE=TARGET")
+        binding[resource.strip()] = target.strip()
+    return binding

@@ -1,0 +1,103 @@
+// The job page: throughput, loss and accrued cost streaming live (measured next to the
+// plan's estimate). Every runtime sample arrives as a work event whose `metrics` is the
+// sample; we append it to the charts and reload the page when the run finishes.
+(function () {
+  "use strict";
+  const card = document.getElementById("job");
+  if (!card) return;
+  const field = (name) => card.querySelector(`[data-field="${name}"]`);
+  const job = JSON.parse(document.getElementById("job-state").textContent);
+  const series = JSON.parse(document.getElementById("job-series").textContent);
+  const layout = (x, y) => ({
+    margin: { l: 60, r: 10, t: 10, b: 45 }, height: 260, showlegend: true,
+    legend: { orientation: "h", y: -0.3 }, xaxis: { title: { text: x } }, yaxis: { title: { text: y } },
+  });
+  const config = { responsive: true, displayModeBar: false };
+  const seen = new Set();
+  let finished = !["queued", "running", "cancelling"].includes(job.status);
+  let delay = 500;
+
+  function draw() {
+    const t = series.map((s) => s.elapsed_s);
+    const tEnd = t.length ? t[t.length - 1] : 1;
+    Plotly.react("chart-throughput", [
+      { x: t, y: series.map((s) => s.samples_per_s), name: "measured", mode: "lines+markers" },
+      { x: [0, tEnd], y: [job.predicted_throughput, job.predicted_throughput], name: "plan estimate", mode: "lines", line: { dash: "dash" } },
+    ], layout("elapsed (s)", "throughput (samples/s)"), config);
+    const withLoss = series.filter((s) => s.loss !== null);
+    Plotly.react("chart-loss", [
+      { x: withLoss.map((s) => s.step), y: withLoss.map((s) => s.loss), name: "loss (window mean)", mode: "lines+markers" },
+    ], layout("step (mini-batches)", "loss (training objective)"), config);
+    Plotly.react("chart-cost", [
+      { x: t, y: series.map((s) => s.cost), name: "accrued ($ total, this run)", mode: "lines+markers" },
+      { x: [0, tEnd], y: [0, job.predicted_cost_per_hour * tEnd / 3600], name: "estimate ($/hour × time)", mode: "lines", line: { dash: "dash" } },
+    ], layout("elapsed (s)", "cost ($ total)"), config);
+  }
+
+  function stages(rows) {
+    const body = document.querySelector("#stages tbody");
+    if (!rows || !rows.length) return;
+    const busiest = Math.max(...rows.map((s) => s.busy_fraction));
+    const others = rows.map((s) => s.busy_fraction).sort((a, b) => b - a);
+    body.innerHTML = "";
+    rows.forEach((s) => {
+      let flag = "";
+      if (rows.length > 1 && s.busy_fraction === busiest) {
+        // Far busier than the next stage: it holds the others back.
+        flag = busiest - others[1] > 0.3 ? "straggler (binding)" : "binding";
+      }
+      const tr = document.createElement("tr");
+      [s.stage, s.resource, s.units, s.busy_s.toFixed(3), s.idle_s.toFixed(3),
+        `${Math.round(s.busy_fraction * 100)}%`, flag].forEach((v) => {
+        const td = document.createElement("td"); td.textContent = String(v); tr.appendChild(td);
+      });
+      body.appendChild(tr);
+    });
+  }
+
+  function onWork(work) {
+    field("status").textContent = work.status;
+    field("status").className = `status status-${work.status}`;
+    field("message").textContent = work.message;
+    field("error").textContent = work.error;
+    field("error").hidden = !work.error;
+    const m = work.metrics || {};
+    if (m.step !== undefined) {
+      const key = `${m.elapsed_s}`;
+      if (!seen.has(key)) {
+        seen.add(key);
+        series.push(m);
+        field("step").textContent = `${m.step}/${m.total_steps}`;
+        field("throughput").textContent = m.samples_per_s.toFixed(1);
+        if (m.loss !== null) field("loss").textContent = m.loss.toFixed(4);
+        field("cost").textContent = (baseCost + m.cost).toFixed(4);
+        field("bar").style.width = `${Math.round(100 * m.step / m.total_steps)}%`;
+        stages(m.stages);
+        draw();
+        card.dispatchEvent(new CustomEvent("metric", { detail: m }));
+      }
+    }
+    if (work.finished && !finished) window.location.reload(); // summary and log are server-rendered
+    finished = work.finished;
+  }
+
+  const lastCost = series.length ? series[series.length - 1].cost : 0;
+  const baseCost = job.accrued_cost - lastCost; // earlier runs
+  series.forEach((s) => seen.add(`${s.elapsed_s}`));
+  if (series.length) stages(series[series.length - 1].stages);
+  draw();
+
+  function connect() {
+    if (!card.dataset.ws) return;
+    const scheme = window.location.protocol === "https:" ? "wss" : "ws";
+    const socket = new WebSocket(`${scheme}://${window.location.host}${card.dataset.ws}`);
+    socket.onopen = () => { delay = 500; field("live").textContent = "live"; field("live").classList.add("on"); };
+    socket.onmessage = (event) => onWork(JSON.parse(event.data).work);
+    socket.onclose = () => {
+      field("live").textContent = "offline";
+      field("live").classList.remove("on");
+      if (!finished) { setTimeout(connect, delay); delay = Math.min(delay * 2, 10000); }
+    };
+  }
+  connect();
+})();

@@ -1,0 +1,38 @@
+"""REST API for the cost report: `GET /api/costs/?month=YYYY-MM&project=ID`."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from django.core.exceptions import ValidationError
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import exceptions, serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from webapp.costs import services
+from webapp.projects.permissions import get_project
+
+
+class CostReportView(APIView):
+    @extend_schema(
+        parameters=[OpenApiParameter("month", str, description="YYYY-MM (default: now)"),
+                    OpenApiParameter("project", int)],
+        responses={200: serializers.JSONField()},
+    )
+    def get(self, request: Request) -> Response:
+        try:
+            period = services.month(request.query_params.get("month"))
+        except ValidationError as exc:
+            raise exceptions.ValidationError(exc.message_dict) from exc
+        raw = request.query_params.get("project")
+        project = get_project(request.user, raw).pk if raw else None
+        report = services.report(request.user, period, project)
+        return Response({
+            "period": {"start": period.start.isoformat(), "end": period.end.isoformat()},
+            "estimate_usd_total": report.estimate,
+            "accrued_usd_total": report.accrued,
+            "projects": report.by_project(),
+            "jobs": [asdict(r) for r in report.rows],
+        })

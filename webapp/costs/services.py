@@ -1,0 +1,163 @@
+"""Cost reports: per project and period, what plans estimated next to what jobs accrued.
+
+Accrued cost in a period comes from the runtime's samples (each carries the run's accrued
+dollars so far): per run, the last figure before the period's end minus the last before
+its start. The estimate is the plan's $/hour times the time the plan predicts the job's
+steps take, once per run started in the period.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db.models import Max, Q
+from django.utils import timezone
+
+from webapp.jobs.models import Job, JobMetric
+from webapp.projects.permissions import AnyUser, visible
+
+
+@dataclass(frozen=True)
+class Period:
+    start: datetime
+    end: datetime  # exclusive
+
+    @property
+    def label(self) -> str:
+        last = (self.end - timedelta(days=1)).date()
+        return f"{self.start.date().isoformat()} to {last.isoformat()}"
+
+
+@dataclass(frozen=True)
+class CostRow:
+    job_id: int
+    job: str
+    project_id: int
+    project: str
+    runs: int
+    estimate_per_hour: float  # $ per hour, the plan's estimate
+    estimate: float  # $ total, the plan's estimate for the runs in the period
+    accrued: float  # $ total, measured in the period
+
+
+@dataclass(frozen=True)
+class Report:
+    period: Period
+    rows: list[CostRow]
+
+    @property
+    def estimate(self) -> float:
+        return sum(r.estimate for r in self.rows)
+
+    @property
+    def accrued(self) -> float:
+        return sum(r.accrued for r in self.rows)
+
+    def by_project(self) -> list[dict[str, Any]]:
+        totals: dict[int, dict[str, Any]] = {}
+        for r in self.rows:
+            t = totals.setdefault(r.project_id, {"project": r.project, "estimate": 0.0,
+                                                  "accrued": 0.0, "jobs": 0})
+            t["estimate"] += r.estimate
+            t["accrued"] += r.accrued
+            t["jobs"] += 1
+        return sorted(totals.values(), key=lambda t: t["project"])
+
+
+def month(text: str | None, today: date | None = None) -> Period:
+    """`YYYY-MM` (default: this month) as a period in the server's time zone."""
+    today = today or timezone.localdate()
+    if not text:
+        year, mon = today.year, today.month
+    else:
+        try:
+            year, mon = (int(part) for part in text.split("-"))
+            date(year, mon, 1)
+        except ValueError:
+            raise ValidationError({"month": f"must be YYYY-MM, got {text!r}"}) from None
+    start = timezone.make_aware(datetime(year, mon, 1))
+    end = timezone.make_aware(datetime(year + mon // 12, mon % 12 + 1, 1))
+    return Period(start, end)
+
+
+def report(user: AnyUser, period: Period, project_id: int | None = None) -> Report:
+    """Rows for every visible job that accrued cost or started a run in the period."""
+    jobs = visible(user, Job.objects.select_related("project"))
+    if project_id is not None:
+        jobs = jobs.filter(project_id=project_id)
+    accrued = _accrued(jobs, period)
+    started = _runs_started(jobs, period)
+    wanted = set(accrued) | set(started)
+    rows = []
+    for job in jobs.filter(pk__in=wanted).only(
+        "name", "project__name", "predicted_cost_per_hour", "predicted_throughput", "steps",
+        "batch_size",
+    ):
+        runs = started.get(job.pk, 0)
+        rows.append(CostRow(
+            job_id=job.pk, job=job.name, project_id=job.project_id, project=job.project.name,
+            runs=runs, estimate_per_hour=job.predicted_cost_per_hour,
+            estimate=runs * estimated_run_cost(job), accrued=accrued.get(job.pk, 0.0),
+        ))
+    rows.sort(key=lambda r: (r.project, -r.job_id))
+    return Report(period, rows)
+
+
+def estimated_run_cost(job: Job) -> float:
+    """$ total the plan predicts for one run: $/hour x the predicted hours of its steps."""
+    if job.predicted_throughput <= 0:
+        return 0.0
+    hours = job.steps * job.batch_size / job.predicted_throughput / 3600
+    return job.predicted_cost_per_hour * hours
+
+
+def to_csv(report: Report) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["period_start", "period_end", "project", "job_id", "job", "runs",
+                     "estimate_usd_per_hour", "estimate_usd_total", "accrued_usd_total"])
+    end = (report.period.end - timedelta(days=1)).date().isoformat()
+    for r in report.rows:
+        writer.writerow([report.period.start.date().isoformat(), end, r.project, r.job_id,
+                         r.job, r.runs, f"{r.estimate_per_hour:.4f}", f"{r.estimate:.6f}",
+                         f"{r.accrued:.6f}"])
+    return out.getvalue()
+
+
+def _accrued(jobs: Any, period: Period) -> dict[int, float]:
+    per_run = (
+        JobMetric.objects.filter(job__in=jobs.values("pk"), recorded_at__lt=period.end)
+        .values("job_id", "run")
+        .annotate(
+            upto_end=Max("cost"),
+            before=Max("cost", filter=Q(recorded_at__lt=period.start)),
+        )
+    )
+    totals: dict[int, float] = {}
+    for row in per_run:
+        amount = row["upto_end"] - (row["before"] or 0.0)
+        if amount > 0:
+            totals[row["job_id"]] = totals.get(row["job_id"], 0.0) + amount
+    return totals
+
+
+def _runs_started(jobs: Any, period: Period) -> dict[int, int]:
+    from webapp.background.models import Work
+    from webapp.jobs.services import RUN_KIND
+
+    counts: dict[int, int] = {}
+    runs = Work.objects.filter(
+        kind=RUN_KIND, project_id__in=jobs.values("project_id"),
+        created_at__gte=period.start, created_at__lt=period.end,
+    ).values_list("params", flat=True)
+    ids = set(jobs.values_list("pk", flat=True))
+    for params in runs:
+        job_id = params.get("job")
+        if job_id in ids:
+            counts[job_id] = counts.get(job_id, 0) + 1
+    return counts

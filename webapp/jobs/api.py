@@ -1,0 +1,106 @@
+"""REST API for jobs: list, read, approve a plan result, cancel, restart, metric series."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.apps import apps
+from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
+from django.http import Http404
+from drf_spectacular.utils import extend_schema
+from rest_framework import exceptions, mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from webapp.jobs import runconfig, services
+from webapp.jobs.models import Job
+from webapp.projects.permissions import Action, get_owned, visible
+
+
+class JobSerializer(serializers.ModelSerializer):
+    status = serializers.CharField(read_only=True)
+
+    class Meta:
+        model = Job
+        fields = [
+            "id", "project", "name", "status", "runs", "work", "model_name", "model_size",
+            "scheduler", "plan_result_id", "plan", "binding", "sync_mode", "sync_params",
+            "steps", "batch_size", "micro_batches", "lr", "seed", "predicted_throughput",
+            "predicted_cost_per_hour", "accrued_cost", "last_throughput", "last_loss",
+            "last_step", "summary", "created_at",
+        ]
+        read_only_fields = fields
+
+
+class ApproveSerializer(serializers.Serializer):
+    plan_result = serializers.IntegerField()
+    steps = serializers.IntegerField(min_value=1)
+    sync_mode = serializers.ChoiceField(choices=[], default="bsp")
+    binding = serializers.DictField(child=serializers.CharField(), required=False)
+    batch_size = serializers.IntegerField(min_value=1, required=False)
+    micro_batches = serializers.IntegerField(min_value=1, required=False)
+    lr = serializers.FloatField(min_value=0.0, default=0.05)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["sync_mode"].choices = [name for name, _ in runconfig.sync_mode_choices()]
+
+    def options(self) -> services.RunOptions:
+        data = self.validated_data
+        return services.RunOptions(
+            steps=data["steps"], sync_mode=data["sync_mode"], binding=data.get("binding"),
+            batch_size=data.get("batch_size"), micro_batches=data.get("micro_batches"),
+            lr=data["lr"],
+        )
+
+
+class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    serializer_class = JobSerializer
+
+    def get_queryset(self) -> QuerySet[Job]:
+        queryset = visible(self.request.user, Job.objects.select_related("work"))
+        project = self.request.query_params.get("project")
+        return queryset.filter(project_id=project) if project else queryset
+
+    @extend_schema(request=ApproveSerializer, responses={201: JobSerializer})
+    def create(self, request: Request) -> Response:
+        """Approve a planning result: the job starts at once."""
+        approve = ApproveSerializer(data=request.data)
+        approve.is_valid(raise_exception=True)
+        try:
+            model = apps.get_model("planning", "PlanResult")
+        except LookupError:
+            raise Http404("Planning is not installed.") from None
+        result = get_owned(request.user, model.objects.all(),
+                           approve.validated_data["plan_result"], Action.EDIT)
+        job = _call(services.approve_plan, request.user, result, approve.options())
+        return Response(JobSerializer(job).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses={200: JobSerializer})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: str | None = None) -> Response:
+        job = _call(services.cancel, request.user, self.get_object())
+        return Response(JobSerializer(job).data)
+
+    @extend_schema(request=None, responses={200: JobSerializer})
+    @action(detail=True, methods=["post"])
+    def restart(self, request: Request, pk: str | None = None) -> Response:
+        job = _call(services.restart, request.user, self.get_object())
+        return Response(JobSerializer(job).data)
+
+    @extend_schema(request=None, responses={200: serializers.JSONField()})
+    @action(detail=True, methods=["get"])
+    def metrics(self, request: Request, pk: str | None = None) -> Response:
+        """The latest run's samples (or `?run=N`)."""
+        job = self.get_object()
+        run = request.query_params.get("run")
+        return Response(services.metrics_series(job, int(run) if run and run.isdigit() else None))
+
+
+def _call(act: Any, *args: Any) -> Any:
+    try:
+        return act(*args)
+    except ValidationError as exc:
+        raise exceptions.ValidationError(exc.message_dict) from exc

@@ -1,0 +1,81 @@
+"""Jobs: approved plans being executed by the runtime, with their metric time series."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from webapp.background.models import Status, Work
+from webapp.projects.models import ProjectOwned
+
+ACTIVE = (Status.QUEUED, Status.RUNNING, Status.CANCELLING)
+
+
+class Job(ProjectOwned):
+    """An approved plan with how to run it. `work` is the current (latest) run; a restart
+    makes a new run. Predictions come from the plan, `accrued_cost` and `last_*` from the
+    runtime's latest sample (kept here so lists and the dashboard need no extra query)."""
+
+    name = models.CharField(max_length=200)
+    plan = models.JSONField()
+    model_name = models.CharField(max_length=60)
+    model_size = models.CharField(max_length=20, default="tiny")
+    scheduler = models.CharField(max_length=40, blank=True)
+    plan_result_id = models.BigIntegerField(null=True, blank=True)  # planning's result row
+    binding = models.JSONField(default=dict, blank=True)  # resource type -> target text
+    sync_mode = models.CharField(max_length=20, default="bsp")
+    sync_params = models.JSONField(default=dict, blank=True)
+    steps = models.PositiveIntegerField()
+    batch_size = models.PositiveIntegerField()
+    micro_batches = models.PositiveIntegerField(default=1)
+    lr = models.FloatField(default=0.05)
+    seed = models.IntegerField(default=0)
+    predicted_throughput = models.FloatField()  # samples/s
+    predicted_cost_per_hour = models.FloatField()  # dollars per hour, estimate
+    work = models.ForeignKey(Work, null=True, blank=True, on_delete=models.SET_NULL,
+                             related_name="+")
+    runs = models.PositiveIntegerField(default=0)
+    accrued_cost = models.FloatField(default=0.0)  # dollars, total accrued over all runs
+    last_throughput = models.FloatField(null=True, blank=True)
+    last_loss = models.FloatField(null=True, blank=True)
+    last_step = models.PositiveIntegerField(default=0)
+    summary = models.JSONField(null=True, blank=True)
+    log = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["project", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"job #{self.pk} {self.name}"
+
+    @property
+    def status(self) -> str:
+        return self.work.status if self.work else Status.QUEUED
+
+    @property
+    def active(self) -> bool:
+        return self.status in ACTIVE
+
+
+class JobMetric(models.Model):
+    """One runtime sample: the window's throughput and loss, the accrued cost so far."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="metrics")
+    run = models.PositiveIntegerField()
+    step = models.PositiveIntegerField()
+    total_steps = models.PositiveIntegerField()
+    elapsed_s = models.FloatField()
+    samples_per_s = models.FloatField()
+    loss = models.FloatField(null=True, blank=True)
+    cost = models.FloatField()  # dollars accrued in this run so far
+    stages = models.JSONField(default=list, blank=True)
+    recorded_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["job", "run", "elapsed_s"]
+        indexes = [models.Index(fields=["job", "run", "elapsed_s"])]

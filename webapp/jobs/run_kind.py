@@ -1,0 +1,110 @@
+"""The `job-run` work kind: executes a job's plan with `heterps_core.runtime`.
+
+Every runtime sample is stored as a `JobMetric` row and published through the generic
+progress channel (its `metrics` are the sample), so the job page's websocket gets it after
+the commit. A cancel asked for on the work record stops the runtime's processes.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from django.core.exceptions import ValidationError
+
+from heterps_core.errors import HeterPSError
+from heterps_core.progress import Progress, ProgressCallback
+from heterps_core.runtime import Launcher, MetricsSample, RunCancelled, RunResult
+from webapp.background.kinds import WorkKind, register
+from webapp.background.services import WorkCancelled
+from webapp.jobs import runconfig, services
+from webapp.jobs.models import Job
+
+FIELDS = ("plan", "model_name", "model_size", "steps", "batch_size", "micro_batches", "lr",
+          "seed", "sync_mode", "binding")
+
+
+@register
+class JobRunKind(WorkKind):
+    name = services.RUN_KIND
+    label = "Run an approved plan"
+
+    def clean_params(self, params: Any) -> dict[str, Any]:
+        if not isinstance(params, dict):
+            raise ValidationError({"params": "must be a JSON object"})
+        job_id, run = params.get("job"), params.get("run", 1)
+        if not isinstance(job_id, int) or not Job.objects.filter(pk=job_id).exists():
+            raise ValidationError({"job": f"no job {job_id!r}"})
+        if not isinstance(run, int) or run < 1:
+            raise ValidationError({"run": f"must be a positive run number, got {run!r}"})
+        return {"job": job_id, "run": run}
+
+    def run(self, params: dict[str, Any], progress: ProgressCallback) -> dict[str, Any]:
+        job = Job.objects.get(pk=params["job"])
+        run = params["run"]
+        # Earlier runs' cost, as it stood when this run started (a rerun of this very run
+        # after a worker died must not count its own partial cost twice).
+        base_cost = _cost_before(job, run)
+        stop = threading.Event()
+        fields = {name: getattr(job, name) for name in FIELDS}
+        launcher = Launcher(
+            runconfig.run_config(fields, runconfig.log_dir(job.pk, run)),
+            sink=lambda sample: _on_sample(job.pk, run, base_cost, sample, progress, stop),
+            cancel=stop,
+        )
+        services.log(job.pk, f"run {run}: starting {len(launcher.spec.ranks)} processes")
+        try:
+            result = launcher.run()
+        except RunCancelled as exc:
+            services.log(job.pk, f"run {run}: {exc}")
+            raise WorkCancelled from exc
+        except HeterPSError as exc:
+            services.log(job.pk, f"run {run} failed: {exc}")
+            raise
+        summary = _summary(result)
+        services.finish_run(
+            job.pk, summary,
+            f"run {run} finished: {summary['throughput']:.1f} samples/s measured "
+            f"(plan {job.predicted_throughput:.1f}), ${summary['cost']:.4f} accrued",
+        )
+        return summary
+
+
+def _on_sample(
+    job_id: int, run: int, base_cost: float, sample: MetricsSample,
+    progress: ProgressCallback, stop: threading.Event,
+) -> None:
+    data = sample.to_dict()
+    services.record_sample(job_id, run, data, base_cost)
+    loss = "-" if sample.loss is None else f"{sample.loss:.4f}"
+    message = (f"step {sample.step}/{sample.total_steps}, {sample.samples_per_s:.1f} samples/s, "
+               f"loss {loss}")
+    try:
+        progress(Progress(sample.step, sample.total_steps, message, data))
+    except WorkCancelled:
+        stop.set()  # the launcher polls it and stops every process
+
+
+def _cost_before(job: Job, run: int) -> float:
+    from django.db.models import Max
+
+    earlier = (
+        job.metrics.filter(run__lt=run).values("run").annotate(cost=Max("cost"))
+    )
+    return float(sum(row["cost"] for row in earlier))
+
+
+def _summary(result: RunResult) -> dict[str, Any]:
+    tail = result.losses[-10:]
+    return {
+        "steps": result.steps,
+        "start_step": result.start_step,
+        "throughput": result.throughput,
+        "elapsed_s": result.elapsed_s,
+        "cost": result.cost,
+        "final_loss": sum(tail) / len(tail) if tail else None,
+        "binding": result.binding,
+        "checkpoint_step": result.checkpoint_step,
+        "busy_s": {str(k): v for k, v in result.busy_s.items()},
+        "idle_s": {str(k): v for k, v in result.idle_s.items()},
+    }

@@ -1,0 +1,63 @@
+"""Turns a job's stored settings into the runtime's `RunConfig`, and checks them with the
+runtime's own validation (so the approve form and the run agree on what is runnable)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+
+from heterps_core.errors import InstanceError
+from heterps_core.plan import Plan
+from heterps_core.runtime import RunConfig, TrainSettings, parse_binding, sync
+
+
+def sync_mode_choices() -> list[tuple[str, str]]:
+    """The runtime's registered sync modes, with their one-line summaries."""
+    return [(name, f"{name}: {sync.get(name).summary}") for name in sync.names()]
+
+
+def log_dir(job_id: int, run: int) -> Path:
+    return Path(settings.VAR_DIR) / "jobs" / str(job_id) / f"run-{run}"
+
+
+def run_config(fields: dict[str, Any], log_path: Path | None = None) -> RunConfig:
+    """`fields` holds plan, model_name, model_size, steps, batch_size, micro_batches, lr,
+    seed, sync_mode and binding (resource -> target text)."""
+    plan = Plan.from_dict(fields["plan"])
+    resources = sorted({s.resource for s in plan.stages})
+    binding_text = ",".join(f"{k}={v}" for k, v in (fields.get("binding") or {}).items())
+    return RunConfig(
+        plan=plan,
+        train=TrainSettings(
+            model=fields["model_name"],
+            size=fields["model_size"],
+            steps=int(fields["steps"]),
+            batch_size=int(fields["batch_size"]),
+            seed=int(fields["seed"]),
+            lr=float(fields["lr"]),
+            micro_batches=int(fields["micro_batches"]),
+            sync=fields["sync_mode"],
+        ),
+        binding=parse_binding(binding_text, resources),
+        log_dir=str(log_path) if log_path else None,
+    )
+
+
+def check(fields: dict[str, Any]) -> None:
+    """Raise ValidationError({field: problem}) unless the runtime would accept the job."""
+    from heterps_core.runtime import Launcher  # torch: only when a job is approved or run
+
+    try:
+        Launcher(run_config(fields, log_path=Path("/nonexistent-not-created")))
+    except InstanceError as exc:
+        raise ValidationError({_form_field(exc.field): exc.problem}) from exc
+
+
+def _form_field(runtime_field: str) -> str:
+    # The runtime names its own fields; the approve form calls two of them differently.
+    head = runtime_field.split(".", 1)[0]
+    return {"bind": "binding", "sync": "sync_mode", "model": "model_name",
+            "size": "model_size"}.get(head, runtime_field)

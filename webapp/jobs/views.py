@@ -1,0 +1,105 @@
+"""Job pages: approve a plan, the job list, the live job page, cancel and restart."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from django.apps import apps
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from heterps_core.plan import Plan
+from webapp.jobs import services
+from webapp.jobs.forms import ApproveForm
+from webapp.jobs.models import Job
+from webapp.projects.permissions import Action, can, get_owned, visible
+
+# The planning app's per-scheduler result (read through `services.source_of`).
+PLAN_RESULT_MODEL = ("planning", "PlanResult")
+
+
+def job_list(request: HttpRequest) -> HttpResponse:
+    jobs = visible(request.user, Job.objects.select_related("project", "work")).defer(
+        "plan", "log", "summary", "binding", "sync_params"
+    )
+    page = Paginator(jobs, 50).get_page(request.GET.get("page"))
+    return render(request, "jobs/list.html", {"page": page, "jobs": page.object_list})
+
+
+def detail(request: HttpRequest, pk: int) -> HttpResponse:
+    job = get_owned(request.user, Job.objects.select_related("project", "work"), pk)
+    context = {
+        "job": job,
+        "plan": Plan.from_dict(job.plan),
+        "state": services.state(job),
+        "series": services.metrics_series(job),
+        "can_edit": can(request.user, job.project_id, Action.EDIT),
+    }
+    return render(request, "jobs/detail.html", context)
+
+
+def approve(request: HttpRequest, plan_result_id: int) -> HttpResponse:
+    result = _plan_result(request, plan_result_id)
+    try:
+        source = services.source_of(result)
+    except ValidationError as exc:
+        from django.contrib import messages
+
+        messages.error(request, "; ".join(exc.messages))
+        return redirect("planning:result", pk=plan_result_id)
+    resources = sorted({s["resource"] for s in source.plan.get("stages", [])})
+    # The plan page's "Approve and run" button posts no options: show the form first.
+    bound = request.method == "POST" and "steps" in request.POST
+    form = ApproveForm(request.POST if bound else None, resources=resources,
+                       initial=_initial(source))
+    if bound and form.is_valid():
+        try:
+            job = services.approve_plan(request.user, result, form.options())
+        except ValidationError as exc:
+            form.add_service_errors(exc.message_dict)
+        else:
+            return redirect("jobs:detail", pk=job.pk)
+    status = 400 if bound else 200
+    context = {"form": form, "source": source, "plan": Plan.from_dict(source.plan)}
+    return render(request, "jobs/approve.html", context, status=status)
+
+
+@require_POST
+def cancel(request: HttpRequest, pk: int) -> HttpResponse:
+    return _act(request, pk, services.cancel)
+
+
+@require_POST
+def restart(request: HttpRequest, pk: int) -> HttpResponse:
+    return _act(request, pk, services.restart)
+
+
+def _act(request: HttpRequest, pk: int, act: Any) -> HttpResponse:
+    from django.contrib import messages
+
+    job = get_owned(request.user, Job.objects.select_related("work"), pk, Action.EDIT)
+    try:
+        act(request.user, job)
+    except ValidationError as exc:
+        for problems in exc.message_dict.values():
+            messages.error(request, "; ".join(problems))
+    return redirect("jobs:detail", pk=pk)
+
+
+def _plan_result(request: HttpRequest, pk: int) -> Any:
+    try:
+        model = apps.get_model(*PLAN_RESULT_MODEL)
+    except LookupError:
+        raise Http404("Planning is not installed.") from None
+    return get_owned(request.user, model.objects.all(), pk, Action.EDIT)
+
+
+def _initial(source: services.PlanSource) -> dict[str, Any]:
+    """Steps: about 40, rounded up to whole rounds of every stage's replicas."""
+    units = [s.get("units") or 1 for s in source.plan.get("stages", [])]
+    rounds = math.lcm(*units) if units else 1
+    return {"steps": rounds * math.ceil(40 / rounds), "batch_size": source.batch_size}

@@ -1,0 +1,66 @@
+"""REST API for models: list, read, add from the zoo or import a layer chain."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
+from drf_spectacular.utils import extend_schema
+from rest_framework import exceptions, mixins, serializers, status, viewsets
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from webapp.modelzoo import services
+from webapp.modelzoo.models import RegisteredModel
+from webapp.projects.permissions import Action, get_project, visible
+
+
+class RegisteredModelSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = RegisteredModel
+        fields = ["id", "project", "name", "source", "zoo_name", "size", "description",
+                  "default_batch_size", "layers", "created_at"]
+        read_only_fields = fields
+
+
+class AddModelSerializer(serializers.Serializer):
+    project = serializers.IntegerField()
+    zoo_name = serializers.CharField(required=False, help_text="add this zoo entry, or ...")
+    size = serializers.CharField(required=False, default="tiny")
+    name = serializers.CharField(required=False, default="")
+    layers = serializers.JSONField(required=False, help_text="... import this layer chain")
+    description = serializers.CharField(required=False, default="")
+
+
+class RegisteredModelViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
+                             viewsets.GenericViewSet):
+    serializer_class = RegisteredModelSerializer
+
+    def get_queryset(self) -> QuerySet[RegisteredModel]:
+        queryset = visible(self.request.user, RegisteredModel.objects.all())
+        project = self.request.query_params.get("project")
+        return queryset.filter(project_id=project) if project else queryset
+
+    @extend_schema(request=AddModelSerializer, responses={201: RegisteredModelSerializer})
+    def create(self, request: Request) -> Response:
+        add = AddModelSerializer(data=request.data)
+        add.is_valid(raise_exception=True)
+        data = add.validated_data
+        project = get_project(request.user, data["project"], Action.EDIT)
+        try:
+            if data.get("zoo_name"):
+                model = services.add_zoo_model(request.user, project, data["zoo_name"],
+                                               data["size"], data["name"])
+            elif "layers" in data:
+                model = services.import_model(request.user, project, data["name"],
+                                              _as_text(data["layers"]), data["description"])
+            else:
+                raise ValidationError({"zoo_name": "give a zoo_name, or layers to import"})
+        except ValidationError as exc:
+            raise exceptions.ValidationError(exc.message_dict) from exc
+        return Response(RegisteredModelSerializer(model).data, status=status.HTTP_201_CREATED)
+
+
+def _as_text(layers: object) -> str:
+    import json
+
+    return layers if isinstance(layers, str) else json.dumps(layers)

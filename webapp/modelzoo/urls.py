@@ -1,0 +1,12 @@
+from django.urls import path
+
+from webapp.modelzoo import views
+
+app_name = "modelzoo"
+urlpatterns = [
+    path("", views.index, name="index"),
+    path("project/<int:project_pk>/", views.model_list, name="list"),
+    path("project/<int:project_pk>/add/", views.add, name="add"),
+    path("project/<int:project_pk>/import/", views.import_model, name="import"),
+    path("<int:pk>/", views.detail, name="detail"),
+]

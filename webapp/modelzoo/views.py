@@ -1,0 +1,95 @@
+"""Model pages: the project's models and the zoo, import, and one model's layer table."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from webapp.modelzoo import services
+from webapp.modelzoo.forms import (
+    AddZooModelForm,
+    ImportModelForm,
+    ProfileForm,
+    add_service_errors,
+)
+from webapp.modelzoo.models import RegisteredModel
+from webapp.profiling.models import ProfileRun
+from webapp.profiling.services import latest_profile, layer_chart, layer_table
+from webapp.projects.permissions import Action, can, get_owned, get_project, visible_projects
+
+
+def index(request: HttpRequest) -> HttpResponse:
+    projects = list(visible_projects(request.user))
+    if len(projects) == 1:
+        return redirect("modelzoo:list", project_pk=projects[0].pk)
+    return render(request, "modelzoo/index.html", {"projects": projects})
+
+
+def model_list(request: HttpRequest, project_pk: int) -> HttpResponse:
+    project = get_project(request.user, project_pk)
+    return _render_list(request, project, AddZooModelForm(), ImportModelForm())
+
+
+@require_POST
+def add(request: HttpRequest, project_pk: int) -> HttpResponse:
+    project = get_project(request.user, project_pk, Action.EDIT)
+    form = AddZooModelForm(request.POST)
+    if form.is_valid():
+        try:
+            model = services.add_zoo_model(request.user, project, form.cleaned_data["zoo_name"],
+                                           form.cleaned_data["size"], form.cleaned_data["name"])
+        except ValidationError as exc:
+            add_service_errors(form, exc)
+        else:
+            return redirect("modelzoo:detail", pk=model.pk)
+    return _render_list(request, project, form, ImportModelForm(), status=400)
+
+
+@require_POST
+def import_model(request: HttpRequest, project_pk: int) -> HttpResponse:
+    project = get_project(request.user, project_pk, Action.EDIT)
+    form = ImportModelForm(request.POST)
+    if form.is_valid():
+        try:
+            model = services.import_model(request.user, project, form.cleaned_data["name"],
+                                          form.cleaned_data["layers"],
+                                          form.cleaned_data["description"])
+        except ValidationError as exc:
+            add_service_errors(form, exc)
+        else:
+            return redirect("modelzoo:detail", pk=model.pk)
+    return _render_list(request, project, AddZooModelForm(), form, status=400)
+
+
+def detail(request: HttpRequest, pk: int) -> HttpResponse:
+    model = get_owned(request.user, RegisteredModel.objects.select_related("project"), pk)
+    run = latest_profile(model)
+    table = layer_table(run)
+    context = {
+        "model": model,
+        "project": model.project,
+        "can_edit": can(request.user, model.project_id, Action.EDIT),
+        "run": run,
+        "table": table,
+        "chart": layer_chart(table),
+        "runs": ProfileRun.objects.filter(model=model).select_related("work")[:10],
+        "profile_form": ProfileForm(initial={"batch_size": model.default_batch_size,
+                                             "repeats": 3}),
+    }
+    return render(request, "modelzoo/detail.html", context)
+
+
+def _render_list(request: HttpRequest, project: object, add_form: AddZooModelForm,
+                 import_form: ImportModelForm, status: int = 200) -> HttpResponse:
+    context = {
+        "project": project,
+        "models": RegisteredModel.objects.filter(project=project),
+        "zoo": services.zoo_catalogue(),
+        "can_edit": can(request.user, project, Action.EDIT),  # type: ignore[arg-type]
+        "add_form": add_form,
+        "import_form": import_form,
+    }
+    return render(request, "modelzoo/list.html", context, status=status)
+

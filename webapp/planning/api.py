@@ -1,0 +1,134 @@
+"""REST API for clusters, planning requests, their per-scheduler results and what-if."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
+from drf_spectacular.utils import extend_schema
+from rest_framework import exceptions, mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from webapp.catalogue.models import ResourceType
+from webapp.modelzoo.models import RegisteredModel
+from webapp.planning import services
+from webapp.planning.models import Cluster, PlanningRequest, PlanResult
+from webapp.projects.permissions import Action, get_owned, get_project, visible
+
+
+class ClusterSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Cluster
+        fields = ["id", "project", "name", "description", "resource_types", "created_at"]
+        read_only_fields = ["id", "created_at"]
+
+
+class PlanResultSerializer(serializers.ModelSerializer):
+    cost_per_million_samples = serializers.FloatField(read_only=True, allow_null=True)
+
+    class Meta:
+        model = PlanResult
+        fields = ["id", "project", "request", "scheduler", "plan", "feasible", "cost_per_hour",
+                  "cost_per_million_samples", "throughput", "solve_time_s", "gap_to_exact",
+                  "chosen", "error"]
+        read_only_fields = fields
+
+
+class PlanningRequestSerializer(serializers.ModelSerializer):
+    results = PlanResultSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = PlanningRequest
+        fields = ["id", "project", "model", "cluster", "profile_run", "batch_size",
+                  "throughput_target", "samples", "schedulers", "budget_s", "seed", "work",
+                  "instance", "frontier", "created_at", "results"]
+        read_only_fields = fields
+
+
+class StartPlanningSerializer(serializers.Serializer):
+    model = serializers.IntegerField()
+    cluster = serializers.IntegerField()
+    throughput_target = serializers.FloatField(help_text="samples/s")
+    schedulers = serializers.ListField(child=serializers.CharField(), required=False)
+    batch_size = serializers.IntegerField(required=False, min_value=1)
+    samples = serializers.FloatField(required=False)
+    budget_s = serializers.FloatField(required=False, default=5.0)
+
+
+class WhatIfSerializer(serializers.Serializer):
+    resource = serializers.CharField()
+    price_per_hour = serializers.FloatField(required=False, allow_null=True, default=None)
+    count = serializers.IntegerField(required=False, allow_null=True, default=None)
+
+
+def _scoped(request: Request, queryset: QuerySet) -> QuerySet:  # type: ignore[type-arg]
+    queryset = visible(request.user, queryset)
+    project = request.query_params.get("project")
+    return queryset.filter(project_id=project) if project else queryset
+
+
+class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    serializer_class = ClusterSerializer
+
+    def get_queryset(self) -> QuerySet[Cluster]:
+        return _scoped(self.request, Cluster.objects.prefetch_related("resource_types"))
+
+    def create(self, request: Request) -> Response:
+        serializer = ClusterSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        project = get_project(request.user, data["project"].pk, Action.EDIT)
+        types = list(ResourceType.objects.filter(pk__in=[r.pk for r in data["resource_types"]]))
+        try:
+            cluster = services.create_cluster(request.user, project, data["name"], types,
+                                              data.get("description", ""))
+        except ValidationError as exc:
+            raise exceptions.ValidationError(exc.message_dict) from exc
+        return Response(ClusterSerializer(cluster).data, status=status.HTTP_201_CREATED)
+
+
+class PlanningRequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
+                             viewsets.GenericViewSet):
+    serializer_class = PlanningRequestSerializer
+
+    def get_queryset(self) -> QuerySet[PlanningRequest]:
+        return _scoped(self.request, PlanningRequest.objects.prefetch_related("results"))
+
+    @extend_schema(request=StartPlanningSerializer, responses={201: PlanningRequestSerializer})
+    def create(self, request: Request) -> Response:
+        start = StartPlanningSerializer(data=request.data)
+        start.is_valid(raise_exception=True)
+        data = start.validated_data
+        model = get_owned(request.user, RegisteredModel.objects.all(), data["model"], Action.EDIT)
+        cluster = get_owned(request.user, Cluster.objects.all(), data["cluster"], Action.EDIT)
+        try:
+            planning = services.start_planning(
+                request.user, model, cluster, data["throughput_target"],
+                data.get("schedulers") or services.default_schedulers(),
+                batch_size=data.get("batch_size"), samples=data.get("samples"),
+                budget_s=data["budget_s"])
+        except ValidationError as exc:
+            raise exceptions.ValidationError(exc.message_dict) from exc
+        return Response(PlanningRequestSerializer(planning).data, status=status.HTTP_201_CREATED)
+
+
+class PlanResultViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
+                        viewsets.GenericViewSet):
+    serializer_class = PlanResultSerializer
+
+    def get_queryset(self) -> QuerySet[PlanResult]:
+        return _scoped(self.request, PlanResult.objects.select_related("request"))
+
+    @extend_schema(request=WhatIfSerializer, responses={200: dict})
+    @action(detail=True, methods=["post"], url_path="what-if")
+    def what_if(self, request: Request, pk: str | None = None) -> Response:
+        change = WhatIfSerializer(data=request.data)
+        change.is_valid(raise_exception=True)
+        data = change.validated_data
+        try:
+            answer = services.run_what_if(request.user, self.get_object(), data["resource"],
+                                          data["price_per_hour"], data["count"])
+        except ValidationError as exc:
+            raise exceptions.ValidationError(exc.message_dict) from exc
+        return Response(answer)

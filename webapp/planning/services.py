@@ -1,0 +1,362 @@
+"""Planning rules: clusters, planning requests (instance built from a profile run and a
+cluster), solving them with each chosen scheduler, and what pages show about the results."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from heterps_core import schedulers
+from heterps_core.costmodel import is_better
+from heterps_core.errors import HeterPSError
+from heterps_core.explain import explain, what_if
+from heterps_core.frontier import frontier
+from heterps_core.instance import Instance
+from heterps_core.plan import Plan
+from heterps_core.profiler.instance_builder import build_instance
+from heterps_core.profiler.result import ModelProfile
+from heterps_core.progress import Progress, ProgressCallback, no_progress
+from webapp.background.services import start_work
+from webapp.catalogue.models import ResourceType
+from webapp.modelzoo.models import RegisteredModel
+from webapp.planning.models import Cluster, PlanningRequest, PlanResult
+from webapp.profiling.hardware import catalogue_for
+from webapp.profiling.services import latest_profile
+from webapp.projects.models import Project
+from webapp.projects.permissions import Action, AnyUser, check
+
+KIND = "plan"
+REFERENCE = "exact"  # the optimum every other scheduler's gap is measured against
+DEFAULT_SCHEDULERS = ("exact", "rl", "greedy")
+MAX_BUDGET_S = 120.0
+WHAT_IF_BUDGET_S = 2.0
+PROGRESS_EVERY_S = 0.25
+
+
+def available_schedulers() -> list[str]:
+    return schedulers.names()
+
+
+def default_schedulers() -> list[str]:
+    names = available_schedulers()
+    return [n for n in DEFAULT_SCHEDULERS if n in names]
+
+
+# --- clusters ---------------------------------------------------------------------------
+
+
+def create_cluster(
+    user: AbstractBaseUser | AnyUser, project: Project, name: str,
+    resource_types: list[ResourceType], description: str = "",
+) -> Cluster:
+    check(user, project, Action.EDIT)
+    name = name.strip()
+    if not name:
+        raise ValidationError({"name": "must not be empty"})
+    if Cluster.objects.filter(project=project, name=name).exists():
+        raise ValidationError({"name": f"a cluster called {name!r} already exists"})
+    if not resource_types:
+        raise ValidationError({"resource_types": "pick at least one resource type"})
+    if any(r.project_id != project.pk for r in resource_types):
+        raise ValidationError({"resource_types": "must belong to this project"})
+    with transaction.atomic():
+        cluster = Cluster.objects.create(project=project, name=name, description=description)
+        cluster.resource_types.set(resource_types)
+    return cluster
+
+
+# --- planning requests ------------------------------------------------------------------
+
+
+def build_request_instance(
+    model: RegisteredModel, cluster: Cluster, batch_size: int, target: float,
+    samples: float | None,
+) -> tuple[Instance, list[dict[str, Any]], int]:
+    """The spec instance for `model` on `cluster` from the model's latest profile at
+    `batch_size`, with the provenance of each compute_s figure and the profile run's id."""
+    run = latest_profile(model, batch_size)
+    if run is None:
+        if latest_profile(model) is None:
+            raise ValidationError({"model": f"{model.name} has no profile yet; profile it first"})
+        sizes = sorted(set(model.profiles.filter(profile__isnull=False)
+                           .values_list("batch_size", flat=True)))
+        raise ValidationError({"batch_size": f"no profile of {model.name} at batch size "
+                                             f"{batch_size}; profiled at "
+                                             f"{', '.join(map(str, sizes))}"})
+    resource_types = list(cluster.resource_types.all())
+    if not resource_types:
+        raise ValidationError({"cluster": f"{cluster.name} has no resource types"})
+    try:
+        built = build_instance(ModelProfile.from_dict(run.profile), catalogue_for(resource_types),
+                               throughput_target=target, samples=samples,
+                               name=f"{model.name} on {cluster.name}")
+    except HeterPSError as exc:
+        raise ValidationError({"throughput_target": str(exc)}) from exc
+    provenance = [f.to_dict() for f in built.figures]
+    for figure in provenance:
+        figure.pop("detail", None)  # the roofline working is in the profile run
+    return built.instance, provenance, run.pk
+
+
+def start_planning(
+    user: AbstractBaseUser | AnyUser, model: RegisteredModel, cluster: Cluster,
+    throughput_target: float, scheduler_names: list[str], batch_size: int | None = None,
+    samples: float | None = None, budget_s: float = 5.0, seed: int = 0,
+) -> PlanningRequest:
+    """Validate, build the instance, record the request and enqueue the solving work."""
+    check(user, model.project_id, Action.EDIT)
+    if cluster.project_id != model.project_id:
+        raise ValidationError({"cluster": "must belong to the model's project"})
+    if not (isinstance(throughput_target, int | float) and math.isfinite(throughput_target)
+            and throughput_target > 0):
+        raise ValidationError({"throughput_target": "must be a number greater than 0 samples/s"})
+    if samples is not None and not (math.isfinite(samples) and samples > 0):
+        raise ValidationError({"samples": "must be greater than 0 (or empty)"})
+    if not 0 < budget_s <= MAX_BUDGET_S:
+        raise ValidationError({"budget_s": f"must be between 0 and {MAX_BUDGET_S:g} seconds"})
+    names = list(dict.fromkeys(scheduler_names))
+    if not names:
+        raise ValidationError({"schedulers": "pick at least one scheduler"})
+    unknown = sorted(set(names) - set(available_schedulers()))
+    if unknown:
+        raise ValidationError({"schedulers": f"unknown: {', '.join(unknown)}; known: "
+                                             f"{', '.join(available_schedulers())}"})
+    batch_size = batch_size or _profiled_batch_size(model)
+    instance, provenance, run_id = build_request_instance(
+        model, cluster, batch_size, float(throughput_target), samples)
+    with transaction.atomic():
+        request = PlanningRequest.objects.create(
+            project_id=model.project_id, model=model, cluster=cluster, profile_run_id=run_id,
+            batch_size=batch_size, throughput_target=float(throughput_target), samples=samples,
+            schedulers=names, budget_s=budget_s, seed=seed, instance=instance.to_dict(),
+            provenance=provenance, created_by=user if user.is_authenticated else None,
+        )
+        request.work = start_work(user, model.project, KIND, {"request": request.pk})
+        request.save(update_fields=["work"])
+    return request
+
+
+def solve_request(request_id: int, progress: ProgressCallback = no_progress) -> dict[str, Any]:
+    """Run every chosen scheduler on the request's instance and store one result each,
+    then the gaps to the exact optimum, the chosen plan and the frontier. Idempotent: a
+    rerun replaces the results."""
+    request = PlanningRequest.objects.get(pk=request_id)
+    instance = Instance.from_dict(request.instance)
+    names = request.schedulers
+    steps = len(names) + 1
+    plans: dict[str, Plan | None] = {}
+    errors: dict[str, str] = {}
+    for i, name in enumerate(names):
+        report = _scaled(progress, i, steps, name)
+        report(Progress(0, 1, "starting"))
+        try:
+            plans[name] = _solve(name, instance, request.seed, request.budget_s, report)
+        except HeterPSError as exc:
+            plans[name], errors[name] = None, str(exc)
+    reference = plans.get(REFERENCE) or _solve(REFERENCE, instance, 0, None, no_progress)
+    progress(Progress(len(names), steps, "sweeping targets for the exact frontier"))
+    points = [p.to_dict() for p in frontier(instance)]
+    _store_results(request, plans, errors, reference, points)
+    progress(Progress(steps, steps, "done"))
+    best = PlanResult.objects.filter(request=request, chosen=True).first()
+    return {"request": request.pk, "chosen": best.scheduler if best else None,
+            "feasible": sum(1 for p in plans.values() if p is not None and p.feasible)}
+
+
+def _solve(name: str, instance: Instance, seed: int, budget_s: float | None,
+           progress: ProgressCallback) -> Plan:
+    scheduler_class = schedulers.get(name)
+    refusal = scheduler_class.refusal(instance)
+    if refusal is not None:
+        raise HeterPSError(f"{name} refused: {refusal}")
+    return schedulers.create(name, seed=seed, budget_s=budget_s).plan(instance, progress)
+
+
+def _store_results(request: PlanningRequest, plans: dict[str, Plan | None],
+                   errors: dict[str, str], reference: Plan, points: list[dict[str, Any]]) -> None:
+    best_name: str | None = None
+    for name, plan in plans.items():
+        if plan is not None and is_better(plan, plans[best_name] if best_name else None):
+            best_name = name
+    optimum = reference.cost_per_hour if reference.feasible else None
+    with transaction.atomic():
+        request.results.all().delete()
+        PlanResult.objects.bulk_create([
+            _result(request, name, plan, errors.get(name, ""), optimum, name == best_name)
+            for name, plan in plans.items()
+        ])
+        request.frontier = points
+        request.save(update_fields=["frontier"])
+
+
+def _result(request: PlanningRequest, name: str, plan: Plan | None, error: str,
+            optimum: float | None, chosen: bool) -> PlanResult:
+    if plan is None:
+        return PlanResult(project_id=request.project_id, request=request, scheduler=name,
+                          error=error)
+    gap = None
+    if plan.feasible and optimum and plan.cost_per_hour is not None:
+        gap = max(0.0, plan.cost_per_hour / optimum - 1.0)
+    return PlanResult(
+        project_id=request.project_id, request=request, scheduler=name, plan=plan.to_dict(),
+        feasible=plan.feasible, cost_per_hour=plan.cost_per_hour, throughput=plan.throughput,
+        solve_time_s=plan.solve_time_s, gap_to_exact=gap, chosen=chosen and plan.feasible,
+    )
+
+
+def _scaled(progress: ProgressCallback, step: int, steps: int, name: str) -> ProgressCallback:
+    """Map a scheduler's own progress into this request's overall progress, at most every
+    PROGRESS_EVERY_S (a scheduler may report thousands of steps)."""
+    last = [0.0]
+
+    def report(p: Progress) -> None:
+        now = time.monotonic()
+        if p.current and now - last[0] < PROGRESS_EVERY_S:
+            return
+        last[0] = now
+        scale = 1000
+        current = step * scale + int(p.fraction * scale)
+        progress(Progress(current, steps * scale, f"{name}: {p.message}".strip(": "),
+                          {"scheduler": name, **_json_numbers(p.metrics)}))
+
+    return report
+
+
+def _profiled_batch_size(model: RegisteredModel) -> int:
+    run = latest_profile(model)
+    return run.batch_size if run is not None else model.default_batch_size
+
+
+def _json_numbers(metrics: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in metrics.items()
+            if isinstance(v, int | float | str) and not (isinstance(v, float)
+                                                          and not math.isfinite(v))}
+
+
+# --- what pages show --------------------------------------------------------------------
+
+
+def comparison(request: PlanningRequest) -> list[dict[str, Any]]:
+    """One row per scheduler, SkyPilot-style: chosen first, then by cost."""
+    rows = []
+    for result in request.results.all():
+        plan = result.plan or {}
+        rows.append({
+            "result": result,
+            "scheduler": result.scheduler,
+            "feasible": result.feasible,
+            "cost_per_hour": result.cost_per_hour,
+            "cost_per_million": result.cost_per_million_samples,
+            "total_cost": plan.get("total_cost"),
+            "throughput": result.throughput,
+            "solve_time_s": result.solve_time_s,
+            "gap": result.gap_to_exact,
+            "gap_percent": None if result.gap_to_exact is None else 100 * result.gap_to_exact,
+            "chosen": result.chosen,
+            "reason": result.error or plan.get("reason") or "",
+            "stages": len(plan.get("stages") or []),
+        })
+    rows.sort(key=lambda r: (not r["chosen"], not r["feasible"],
+                             r["cost_per_hour"] if r["cost_per_hour"] is not None else math.inf))
+    return rows
+
+
+def chart_data(request: PlanningRequest) -> dict[str, Any]:
+    """What the scatter and the stage diagrams draw (JSON for the page script)."""
+    layer_names = [layer["name"] for layer in request.instance["layers"]]
+    frontier_points = [p for p in request.frontier if p.get("feasible") and not p.get("dominated")]
+    return {"target": request.throughput_target, "layers": len(layer_names),
+            "plans": [_plan_entry(r, layer_names) for r in request.results.all()],
+            "frontier": [{"throughput": p["throughput"], "cost_per_hour": p["cost_per_hour"],
+                          "target": p["target"]} for p in frontier_points]}
+
+
+def plan_chart(result: PlanResult) -> dict[str, Any]:
+    """The stage diagram of one plan."""
+    layer_names = [layer["name"] for layer in result.instance["layers"]]
+    return {"target": result.request.throughput_target, "layers": len(layer_names),
+            "plans": [_plan_entry(result, layer_names)], "frontier": []}
+
+
+def _plan_entry(result: PlanResult, layer_names: list[str]) -> dict[str, Any]:
+    plan = result.plan or {}
+    return {
+        "scheduler": result.scheduler, "feasible": result.feasible, "chosen": result.chosen,
+        "cost_per_hour": result.cost_per_hour, "throughput": result.throughput,
+        "stages": [
+            {"resource": s["resource"], "units": s["units"], "layers": len(s["layers"]),
+             "first": layer_names[s["layers"][0]], "last": layer_names[s["layers"][-1]],
+             "throughput": s["throughput"]}
+            for s in plan.get("stages") or []
+        ],
+    }
+
+
+def explanation(result: PlanResult) -> dict[str, Any]:
+    """Binding stage, what sets each stage's units, and why the alternatives lost."""
+    instance = Instance.from_dict(result.instance)
+    if not result.plan:
+        return {"binding_stage": None, "binding": result.error, "stages": [], "alternatives": []}
+    data = explain(instance, Plan.from_dict(result.plan)).to_dict()
+    others = result.request.results.exclude(pk=result.pk)
+    data["schedulers"] = [
+        {"scheduler": o.scheduler, "verdict": _verdict(result, o)} for o in others
+    ]
+    return data
+
+
+def stage_rows(result: PlanResult) -> list[dict[str, Any]]:
+    instance = result.instance
+    resources = {r["name"]: r for r in instance["resources"]}
+    rows = []
+    for i, stage in enumerate((result.plan or {}).get("stages") or []):
+        layers = [instance["layers"][j]["name"] for j in stage["layers"]]
+        price = resources[stage["resource"]]["price_per_hour"]
+        rows.append({"number": i + 1, "layers": layers, "resource": stage["resource"],
+                     "units": stage["units"], "time_per_batch_s": stage["time_per_batch_s"],
+                     "time_per_batch_ms": (stage["time_per_batch_s"] or 0.0) * 1e3,
+                     "throughput": stage["throughput"],
+                     "cost_per_hour": (stage["units"] or 0) * price})
+    return rows
+
+
+def run_what_if(
+    user: AbstractBaseUser | AnyUser, result: PlanResult, resource: str,
+    price_per_hour: float | None, count: int | None,
+) -> dict[str, Any]:
+    """Re-plan exactly with one resource's price or count changed; nothing is stored."""
+    check(user, result.project_id, Action.VIEW)
+    instance = Instance.from_dict(result.instance)
+    if resource not in instance.resource_names:
+        raise ValidationError({"resource": f"no resource {resource!r} in this plan's cluster"})
+    if price_per_hour is None and count is None:
+        raise ValidationError({"price_per_hour": "give a new price or a new count"})
+    if price_per_hour is not None and not (math.isfinite(price_per_hour) and price_per_hour > 0):
+        raise ValidationError({"price_per_hour": "must be greater than 0 dollars per unit-hour"})
+    if count is not None and count < 1:
+        raise ValidationError({"count": "must be at least 1 unit"})
+    before = Plan.from_dict(result.plan) if result.plan else None
+    try:
+        change = what_if(instance, resource, price_per_hour=price_per_hour, count=count,
+                         before=before if before is not None and before.feasible else None)
+    except HeterPSError as exc:
+        raise ValidationError({"resource": str(exc)}) from exc
+    data = change.to_dict()
+    data["after_stages"] = [
+        {"resource": s.resource, "units": s.units,
+         "layers": [instance.layers[j].name for j in s.layers]} for s in change.after.stages
+    ]
+    return data
+
+
+def _verdict(chosen: PlanResult, other: PlanResult) -> str:
+    from heterps_core.explain import verdict
+
+    if other.plan is None:
+        return f"failed: {other.error}"
+    return verdict(Plan.from_dict(chosen.plan or {}), Plan.from_dict(other.plan))

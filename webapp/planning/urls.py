@@ -1,0 +1,13 @@
+from django.urls import path
+
+from webapp.planning import views
+
+app_name = "planning"
+urlpatterns = [
+    path("", views.index, name="index"),
+    path("project/<int:project_pk>/", views.project_page, name="project"),
+    path("project/<int:project_pk>/new/", views.create, name="create"),
+    path("project/<int:project_pk>/clusters/new/", views.create_cluster, name="create-cluster"),
+    path("<int:pk>/", views.detail, name="detail"),
+    path("result/<int:pk>/", views.result, name="result"),
+]

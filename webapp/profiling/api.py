@@ -1,0 +1,63 @@
+"""REST API for profile runs: list, read (with per-layer results), start one."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
+from drf_spectacular.utils import extend_schema
+from rest_framework import exceptions, mixins, serializers, status, viewsets
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from webapp.modelzoo.models import RegisteredModel
+from webapp.profiling import services
+from webapp.profiling.models import LayerResult, ProfileRun
+from webapp.projects.permissions import Action, get_owned, visible
+
+
+class LayerResultSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = LayerResult
+        fields = ["index", "layer", "kind", "resource", "seconds", "source", "device",
+                  "memory_gb"]
+        read_only_fields = fields
+
+
+class ProfileRunSerializer(serializers.ModelSerializer):
+    results = LayerResultSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = ProfileRun
+        fields = ["id", "project", "model", "work", "batch_size", "repeats", "device",
+                  "measured_at", "created_at", "results"]
+        read_only_fields = fields
+
+
+class StartProfileSerializer(serializers.Serializer):
+    model = serializers.IntegerField()
+    batch_size = serializers.IntegerField(required=False, min_value=1)
+    repeats = serializers.IntegerField(required=False, default=3, min_value=1)
+
+
+class ProfileRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
+                        viewsets.GenericViewSet):
+    serializer_class = ProfileRunSerializer
+
+    def get_queryset(self) -> QuerySet[ProfileRun]:
+        queryset = visible(self.request.user, ProfileRun.objects.all()).prefetch_related(
+            "results")
+        model = self.request.query_params.get("model")
+        return queryset.filter(model_id=model) if model else queryset
+
+    @extend_schema(request=StartProfileSerializer, responses={201: ProfileRunSerializer})
+    def create(self, request: Request) -> Response:
+        start = StartProfileSerializer(data=request.data)
+        start.is_valid(raise_exception=True)
+        data = start.validated_data
+        model = get_owned(request.user, RegisteredModel.objects.all(), data["model"], Action.EDIT)
+        try:
+            run = services.start_profile(request.user, model, data.get("batch_size"),
+                                         data["repeats"])
+        except ValidationError as exc:
+            raise exceptions.ValidationError(exc.message_dict) from exc
+        return Response(ProfileRunSerializer(run).data, status=status.HTTP_201_CREATED)

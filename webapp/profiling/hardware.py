@@ -1,0 +1,50 @@
+"""Which hardware kind (roofline specs) stands behind a project's resource type.
+
+A resource type in the catalogue app has a price, count, memory and network, but no FLOP/s
+or memory bandwidth; estimates need those. We take them from heterps_core's default
+catalogue entry the type names (exactly, or as `gpu-<name>` / a prefix), else the first entry
+of the same kind, and keep the project's own price, count, memory and network.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from heterps_core.hardware import Catalogue, ResourceKind, default_catalogue
+from webapp.catalogue.models import ResourceType
+
+
+def hardware_for(resource_type: ResourceType) -> ResourceKind:
+    base = _closest(resource_type.name.lower(), resource_type.kind.lower())
+    return replace(
+        base,
+        name=resource_type.name,
+        kind=base.kind,
+        price_per_hour=resource_type.price_per_hour,
+        count=resource_type.count,
+        memory_gb=resource_type.memory_gb,
+        network_gbps=resource_type.network_gbps,
+        source=f"specs of {base.name}; price, count, memory and network from the project",
+    )
+
+
+def basis_of(resource_type: ResourceType) -> str:
+    """The default-catalogue entry whose specs estimate this resource type."""
+    return _closest(resource_type.name.lower(), resource_type.kind.lower()).name
+
+
+def catalogue_for(resource_types: list[ResourceType]) -> Catalogue:
+    return Catalogue(tuple(hardware_for(r) for r in resource_types))
+
+
+def _closest(name: str, kind: str) -> ResourceKind:
+    kinds = default_catalogue().kinds
+    for candidate in kinds:
+        if candidate.name == name or candidate.name == f"{kind}-{name}":
+            return candidate
+    for candidate in kinds:
+        bare = candidate.name.split("-", 1)[-1]
+        if name.startswith(bare) or bare.startswith(name.split("-")[0]):
+            return candidate
+    same_kind = [c for c in kinds if c.kind == kind] or [c for c in kinds if c.kind == "cpu"]
+    return same_kind[0]

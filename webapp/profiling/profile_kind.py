@@ -1,0 +1,37 @@
+"""The `profile` work kind: time a zoo model layer by layer with heterps_core's profiler."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+
+from heterps_core.profiler import ProfileOptions, profile_zoo_model
+from heterps_core.progress import ProgressCallback
+from webapp.background.kinds import WorkKind, register
+from webapp.profiling import services
+from webapp.profiling.models import ProfileRun
+
+# One thread: the server's worker shares the machine with the web process.
+THREADS = 1
+
+
+@register
+class ProfileKind(WorkKind):
+    name = services.KIND
+    label = "Profile a model layer by layer"
+
+    def clean_params(self, params: Any) -> dict[str, Any]:
+        run_id = params.get("run") if isinstance(params, dict) else None
+        if not isinstance(run_id, int) or not ProfileRun.objects.filter(pk=run_id).exists():
+            raise ValidationError({"run": "must name an existing profile run"})
+        return {"run": run_id}
+
+    def run(self, params: dict[str, Any], progress: ProgressCallback) -> dict[str, Any]:
+        run = ProfileRun.objects.select_related("model").get(pk=params["run"])
+        options = ProfileOptions(threads=THREADS, warmup=1, repeats=run.repeats)
+        profile = profile_zoo_model(run.model.zoo_name, options, size=run.model.size or "tiny",
+                                    batch_size=run.batch_size, progress=progress)
+        services.record_profile(run.pk, profile)
+        return {"run": run.pk, "layers": len(profile.layers), "total_s": profile.total_s,
+                "device": profile.device.label}

@@ -1,0 +1,54 @@
+"""REST API for RL training runs: list, read (with the curve), start one."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
+from drf_spectacular.utils import extend_schema
+from rest_framework import exceptions, mixins, serializers, status, viewsets
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from webapp.planning.models import PlanningRequest
+from webapp.projects.permissions import Action, get_owned, visible
+from webapp.rltraining import services
+from webapp.rltraining.models import RLTrainingRun
+
+
+class RLTrainingRunSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = RLTrainingRun
+        fields = ["id", "project", "request", "work", "budget_s", "max_updates", "samples",
+                  "seed", "curve", "best_plan", "created_at"]
+        read_only_fields = fields
+
+
+class StartTrainingSerializer(serializers.Serializer):
+    request = serializers.IntegerField(help_text="planning request whose instance to train on")
+    budget_s = serializers.FloatField(required=False, default=10.0)
+    max_updates = serializers.IntegerField(required=False, default=300)
+    samples = serializers.IntegerField(required=False, default=64)
+
+
+class RLTrainingRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
+                           viewsets.GenericViewSet):
+    serializer_class = RLTrainingRunSerializer
+
+    def get_queryset(self) -> QuerySet[RLTrainingRun]:
+        queryset = visible(self.request.user, RLTrainingRun.objects.all())
+        project = self.request.query_params.get("project")
+        return queryset.filter(project_id=project) if project else queryset
+
+    @extend_schema(request=StartTrainingSerializer, responses={201: RLTrainingRunSerializer})
+    def create(self, request: Request) -> Response:
+        start = StartTrainingSerializer(data=request.data)
+        start.is_valid(raise_exception=True)
+        data = start.validated_data
+        planning = get_owned(request.user, PlanningRequest.objects.all(), data["request"],
+                             Action.EDIT)
+        try:
+            run = services.start_training(request.user, planning, data["budget_s"],
+                                          data["max_updates"], data["samples"])
+        except ValidationError as exc:
+            raise exceptions.ValidationError(exc.message_dict) from exc
+        return Response(RLTrainingRunSerializer(run).data, status=status.HTTP_201_CREATED)

@@ -1,0 +1,36 @@
+"""An RL training run of the HeterPS policy on one planning request's instance."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from webapp.background.models import Work
+from webapp.planning.models import PlanningRequest
+from webapp.projects.models import ProjectOwned
+
+
+class RLTrainingRun(ProjectOwned):
+    """`curve` holds one row per policy update: {update, mean_reward, best_cost, entropy};
+    `best_plan` is the spec plan JSON of the best assignment sampled."""
+
+    request = models.ForeignKey(PlanningRequest, on_delete=models.CASCADE,
+                                related_name="rl_runs")
+    work = models.OneToOneField(Work, null=True, blank=True, on_delete=models.SET_NULL,
+                                related_name="rl_run")
+    budget_s = models.FloatField(default=10.0)
+    max_updates = models.PositiveIntegerField(default=300)
+    samples = models.PositiveIntegerField(default=64, help_text="plans sampled per update")
+    seed = models.IntegerField(default=0)
+    curve = models.JSONField(default=list, blank=True)
+    best_plan = models.JSONField(null=True, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"RL training #{self.pk} on plan #{self.request_id}"

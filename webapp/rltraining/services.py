@@ -1,0 +1,89 @@
+"""RL training rules: start a run on a planning request's instance, train with heterps_core's
+REINFORCE loop, keep the per-update curve and the best plan it found."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from heterps_core.costmodel import evaluate
+from heterps_core.instance import Instance
+from heterps_core.progress import Progress, ProgressCallback, no_progress
+from heterps_core.rl.training import TrainConfig, train_on_instance
+from webapp.background.services import start_work
+from webapp.planning.models import PlanningRequest
+from webapp.projects.permissions import Action, AnyUser, check
+from webapp.rltraining.models import RLTrainingRun
+
+KIND = "rl-train"
+MAX_BUDGET_S = 600.0
+MAX_UPDATES = 20_000
+SAVE_EVERY_S = 0.5  # the curve is written to the database at most this often
+REPORT_EVERY_S = 0.2  # progress events carry the rows since the last one
+
+
+def start_training(
+    user: AbstractBaseUser | AnyUser, request: PlanningRequest, budget_s: float = 10.0,
+    max_updates: int = 300, samples: int = 64, seed: int = 0,
+) -> RLTrainingRun:
+    check(user, request.project_id, Action.EDIT)
+    if not (math.isfinite(budget_s) and 0 < budget_s <= MAX_BUDGET_S):
+        raise ValidationError({"budget_s": f"must be between 0 and {MAX_BUDGET_S:g} seconds"})
+    if not 1 <= max_updates <= MAX_UPDATES:
+        raise ValidationError({"max_updates": f"must be between 1 and {MAX_UPDATES}"})
+    if not 2 <= samples <= 1024:
+        raise ValidationError({"samples": "must be between 2 and 1024 plans per update"})
+    with transaction.atomic():
+        run = RLTrainingRun.objects.create(
+            project_id=request.project_id, request=request, budget_s=budget_s,
+            max_updates=max_updates, samples=samples, seed=seed,
+            created_by=user if user.is_authenticated else None,
+        )
+        run.work = start_work(user, request.project, KIND, {"run": run.pk})
+        run.save(update_fields=["work"])
+    return run
+
+
+def train(run_id: int, progress: ProgressCallback = no_progress) -> dict[str, Any]:
+    """Train; the curve is saved as it grows (so a reload shows it) and at the end."""
+    run = RLTrainingRun.objects.select_related("request").get(pk=run_id)
+    instance = Instance.from_dict(run.request.instance)
+    config = TrainConfig(samples=run.samples, max_updates=run.max_updates,
+                         budget_s=run.budget_s, patience=None)
+    curve: list[dict[str, Any]] = []
+    last_save, last_report, pending = [time.monotonic()], [0.0], [0]
+
+    def on_update(p: Progress) -> None:
+        curve.append(_row(p.metrics))
+        pending[0] += 1
+        now = time.monotonic()
+        if now - last_report[0] >= REPORT_EVERY_S:
+            last_report[0] = now
+            rows = curve[-pending[0]:]
+            pending[0] = 0
+            progress(Progress(p.current, p.total, f"update {p.current}", {"rows": rows}))
+        if now - last_save[0] >= SAVE_EVERY_S:
+            last_save[0] = now
+            RLTrainingRun.objects.filter(pk=run_id).update(curve=curve)
+
+    training = train_on_instance(instance, config, seed=run.seed, progress=on_update)
+    problem = training.problem
+    best = None
+    if problem.best is not None:
+        assignment = [instance.resource_names[i] for i in problem.best]
+        best = evaluate(instance, assignment, "rl").with_scheduler("rl", training.seconds)
+    RLTrainingRun.objects.filter(pk=run_id).update(
+        curve=curve, best_plan=best.to_dict() if best else None)
+    return {"run": run_id, "updates": training.updates, "seconds": training.seconds,
+            "best_cost_per_hour": best.cost_per_hour if best else None}
+
+
+def _row(metrics: dict[str, Any]) -> dict[str, Any]:
+    # NaN (no feasible plan yet) is not JSON: it becomes null.
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+            for k, v in metrics.items()}

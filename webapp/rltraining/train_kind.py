@@ -1,0 +1,27 @@
+"""The `rl-train` work kind: train the RL policy on one planning request's instance."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+
+from heterps_core.progress import ProgressCallback
+from webapp.background.kinds import WorkKind, register
+from webapp.rltraining import services
+from webapp.rltraining.models import RLTrainingRun
+
+
+@register
+class RLTrainKind(WorkKind):
+    name = services.KIND
+    label = "Train the RL planning policy"
+
+    def clean_params(self, params: Any) -> dict[str, Any]:
+        run_id = params.get("run") if isinstance(params, dict) else None
+        if not isinstance(run_id, int) or not RLTrainingRun.objects.filter(pk=run_id).exists():
+            raise ValidationError({"run": "must name an existing RL training run"})
+        return {"run": run_id}
+
+    def run(self, params: dict[str, Any], progress: ProgressCallback) -> dict[str, Any]:
+        return services.train(params["run"], progress)
