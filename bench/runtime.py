@@ -46,7 +46,8 @@ class LayerProfile:
 
 
 def profile(train: TrainSettings, repeats: int) -> list[LayerProfile]:
-    """Per-layer forward + backward + SGD update seconds per batch, one thread."""
+    """Per-layer forward + backward + SGD update seconds per batch, one thread (layer 0
+    also pays for producing the batch)."""
     torch.set_num_threads(1)
     zoo = resolve_model(train.model)
     config = zoo.config(train.size)
@@ -56,7 +57,10 @@ def profile(train: TrainSettings, repeats: int) -> list[LayerProfile]:
     times: list[list[float]] = [[] for _ in layers]
     outputs_mb = [0.0] * len(layers)
     for _ in range(repeats + 2):  # two warm-up batches
+        t_data = time.perf_counter()
         inputs, labels = next(batches)
+        # Reading (here: generating) the batch is the first stage's work, as in HeterPS.
+        data_s = time.perf_counter() - t_data
         x: object = inputs
         for i, layer in enumerate(layers):
             if isinstance(x, torch.Tensor):
@@ -72,7 +76,7 @@ def profile(train: TrainSettings, repeats: int) -> list[LayerProfile]:
             if optimizer is not None:
                 optimizer.step()
                 optimizer.zero_grad(set_to_none=True)
-            times[i].append(time.perf_counter() - t0)
+            times[i].append(time.perf_counter() - t0 + (data_s if i == 0 else 0.0))
             outputs_mb[i] = y.numel() * y.element_size() / 1e6
             x = y
     result = []
@@ -210,6 +214,7 @@ def write(
         "",
         "*Predicted*: the cost model's plan throughput for an instance built from a per-layer "
         "profile of this machine (forward + backward + SGD update per batch, one thread, "
+        "generating the batch counted in the first layer, "
         f"fastest of {repeats} batches; boundary traffic at a nominal {NETWORK_GBPS:g} "
         "Gbit/s). *Measured*: the runtime's steady samples/s (first to last finished "
         "mini-batch; process start-up excluded), best of "

@@ -29,7 +29,8 @@ sys.path.insert(0, str(ROOT))
 from heterps_core import zoo  # noqa: E402
 from heterps_core.dataparallel import TrainConfig, TrainResult, modes, profile, train  # noqa: E402
 
-DRAWN_FRACTION = 0.8  # the target is 80% of the way from the initial loss to the worst mode's best
+DRAWN_FRACTION = 0.8  # a target is 80% of the way from the initial loss to a reachable loss
+CLAIM_MODES = ("adsp", "ashl")  # the pair the paper's claim compares
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -66,7 +67,7 @@ def run_all(args: argparse.Namespace) -> dict[str, Any]:
         model, config = model_config(name, args.vocab)
         base = TrainConfig(
             workers=len(slowdowns), slowdowns=slowdowns, batch_size=args.batch_size, lr=args.lr,
-            duration_s=args.duration, eval_every_s=args.duration / 40, eval_samples=4096,
+            duration_s=args.duration, eval_every_s=args.duration / 60, eval_samples=4096,
             bandwidth_gbps=args.bandwidth_gbps,
         )
         shared = profile(model, config, base)
@@ -84,16 +85,16 @@ def run_all(args: argparse.Namespace) -> dict[str, Any]:
     return runs
 
 
-def target_loss(results: dict[str, list[TrainResult]]) -> float:
-    """A loss every mode reaches: 80% of the drop from the start to the worst mode's best.
+def target_loss(results: dict[str, list[TrainResult]], among: tuple[str, ...] = ()) -> float:
+    """A loss all modes in `among` (default: all) reach: 80% of the drop from the start to
+    the worst of their best losses.
 
     Per mode the best held-out loss is taken as the median over seeds; the worst of those is
-    the lowest loss all modes are known to reach.
+    the lowest loss all those modes are known to reach.
     """
     start = statistics.median(r.evals[0].loss for rs in results.values() for r in rs)
-    reachable = max(
-        statistics.median(min(e.loss for e in r.evals) for r in rs) for rs in results.values()
-    )
+    chosen = [rs for mode, rs in results.items() if not among or mode in among]
+    reachable = max(statistics.median(min(e.loss for e in r.evals) for r in rs) for rs in chosen)
     return start - DRAWN_FRACTION * (start - reachable)
 
 
@@ -104,16 +105,19 @@ def median_or_none(values: list[float | None]) -> float | None:
     return None if middle == float("inf") else middle
 
 
-def mode_row(results: list[TrainResult], target: float) -> dict[str, Any]:
-    reach = [r.time_to_loss(target) for r in results]
+def mode_row(results: list[TrainResult], common: float, claim: float) -> dict[str, Any]:
+    reach = [r.time_to_loss(claim) for r in results]
     aucs = [r.final.auc for r in results if r.final.auc is not None]
     return {
+        "time_to_common_s": median_or_none([r.time_to_loss(common) for r in results]),
         "time_to_target_s": median_or_none(reach),
         "reached": sum(t is not None for t in reach),
         "final_loss": statistics.median(r.final.loss for r in results),
         "final_auc": statistics.median(aucs) if aucs else None,
         "mb_sent_per_worker": statistics.median(r.bytes_sent / len(r.workers) / 1e6
                                                 for r in results),
+        "mb_received_per_worker": statistics.median(
+            sum(w.bytes_received for w in r.workers) / len(r.workers) / 1e6 for r in results),
         "steps": statistics.median(r.global_steps for r in results),
         "wait_fraction": statistics.median(
             sum(w.wait_s for w in r.workers) / (len(r.workers) * r.time_s) for r in results),
@@ -143,20 +147,27 @@ def render(args: argparse.Namespace, runs: dict[str, Any], wall_s: float, argv: 
         f"- {len(args.slowdowns.split(','))} workers, emulated slowdowns {args.slowdowns}; "
         f"batch {args.batch_size} per worker; SGD lr {args.lr}; link {args.bandwidth_gbps} Gbit/s",
         f"- every run: {args.duration} emulated seconds, held-out set of 4096 samples evaluated "
-        f"every {args.duration / 40:.3f} s; seeds 0..{args.seeds - 1}",
+        f"every {args.duration / 60:.3f} s; seeds 0..{args.seeds - 1}",
         f"- models: the zoo's `small` configs with {args.vocab} rows per embedding table "
         "(the architecture of the paper's CTR-DNN, tables cut so the run fits the machine)",
         "- every mode with its default parameters (`heterps train-dp --list-modes`)",
-        "- time to target: the first evaluation at or below the target loss; the target is "
-        f"{DRAWN_FRACTION:.0%} of the way from the initial held-out loss to the highest of the "
-        "modes' best losses, so every mode can reach it; a seed that never reached it counts "
-        "as infinitely slow in the median",
+        "- time to a target: the first evaluation at or below the target loss. A target is "
+        f"{DRAWN_FRACTION:.0%} of the way from the initial held-out loss to the highest of some "
+        "modes' best losses (medians over seeds): the *common* target over all modes (every "
+        "mode reaches it), the *claim* target over ADSP and ASHL only (deeper, the loss the "
+        "claim compares them at; slower modes may miss it). A seed that never reached a target "
+        "counts as infinitely slow in the median; `reached` counts seeds at the claim target",
+        "- bytes: sent = pushes (top-k: 8 bytes per entry; uncompressed: dense or "
+        "index/value pairs, whichever is smaller; all-reduce: ring); received = pulls of the "
+        "entries changed since the worker's last pull",
         "",
     ]
     for name, run in runs.items():
         results = run["results"]
-        target = target_loss(results)
-        rows = {mode: mode_row(rs, target) for mode, rs in results.items()}
+        common = target_loss(results)
+        pair = tuple(m for m in CLAIM_MODES if m in results)
+        target = target_loss(results, pair) if len(pair) == 2 else common
+        rows = {mode: mode_row(rs, common, target) for mode, rs in results.items()}
         prof = run["profile"]
         lines += [
             f"## {name} ({run['params']:,} parameters)",
@@ -165,20 +176,23 @@ def render(args: argparse.Namespace, runs: dict[str, Any], wall_s: float, argv: 
             f"{prof[0].compute_s * 1000:.1f} ms on a 1x worker (measured, trimmed mean; "
             f"per-worker measurements {', '.join(f'{p.measured_s * 1000:.1f}' for p in prof)} ms "
             f"pooled by median); a dense push or pull {prof[0].comm_s * 1000:.1f} ms. "
-            f"Target held-out loss {target:.4f}.",
+            f"Held-out loss targets: common {common:.4f}, claim {target:.4f}.",
             "",
-            "| mode | time to target (s) | vs ADSP | reached | final loss | final AUC | "
-            "MB sent / worker | steps | waiting | AHL->SHL at (s) |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+            "| mode | to common target (s) | to claim target (s) | vs ADSP | reached | "
+            "final loss | final AUC | MB sent / worker | MB received / worker | steps | "
+            "waiting | AHL->SHL at (s) |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
         adsp = rows.get("adsp", {}).get("time_to_target_s")
         for mode, row in rows.items():
             t = row["time_to_target_s"]
             versus = "" if t is None or not adsp else f"{(t - adsp) / adsp:+.0%}"
             lines.append(
-                f"| {mode} | {fmt(t, '.2f')} | {versus} | {row['reached']}/{args.seeds} | "
+                f"| {mode} | {fmt(row['time_to_common_s'], '.2f')} | {fmt(t, '.2f')} | "
+                f"{versus} | {row['reached']}/{args.seeds} | "
                 f"{row['final_loss']:.4f} | {fmt(row['final_auc'], '.4f', '-')} | "
-                f"{row['mb_sent_per_worker']:.1f} | {row['steps']:.0f} | "
+                f"{row['mb_sent_per_worker']:.1f} | {row['mb_received_per_worker']:.1f} | "
+                f"{row['steps']:.0f} | "
                 f"{row['wait_fraction']:.0%} | {fmt(row['switch_s'], '.2f', '-')} |"
             )
         lines += ["", claim(rows), ""]
@@ -195,7 +209,8 @@ def claim(rows: dict[str, dict[str, Any]]) -> str:
     saving = 1 - ashl["time_to_target_s"] / adsp["time_to_target_s"]
     auc = (ashl["final_auc"] or 0) - (adsp["final_auc"] or 0)
     verdict = "holds" if saving >= 0.35 and auc >= -0.002 else "does not hold"
-    return (f"Claim (ASHL needs >= 35% less time than ADSP to the same loss, AUC no worse): "
+    return (f"Claim (ASHL needs >= 35% less time than ADSP to the same loss, AUC no worse), "
+            f"at the claim target: "
             f"measured {saving:+.0%} time saved, AUC difference {auc:+.4f}: **{verdict}** here.")
 
 

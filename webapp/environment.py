@@ -21,6 +21,7 @@ import dj_database_url
 
 TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 FALSE_WORDS = frozenset({"0", "false", "no", "off", ""})
+REDIS_SOCKET_TIMEOUT_S = 30.0
 
 
 class SettingsError(ValueError):
@@ -104,10 +105,13 @@ def channel_layers(env: Mapping[str, str]) -> dict[str, Any]:
     url = env.get("REDIS_URL")
     if not url:
         return {"default": {"BACKEND": "webapp.background.layers.ThreadSafeInMemoryChannelLayer"}}
+    # redis-py 8 gives sockets a 5 s read timeout, the same as the 5 s blocking pop that
+    # channels-redis waits on: every idle receive would end in TimeoutError. Leave room.
+    host = {"address": url, "socket_timeout": REDIS_SOCKET_TIMEOUT_S}
     return {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [url], "prefix": "heterps"},
+            "CONFIG": {"hosts": [host], "prefix": "heterps"},
         }
     }
 

@@ -5,8 +5,9 @@ disjoint from every seed the tests and the benchmark use (>= `POOL_SEED_OFFSET`)
 layers and 2-6 resources, a quarter of those with up to 12 layers with binding availability
 caps. Training: `IMITATION_STEPS` steps of imitation of each instance's exact optimum (the
 `exact` scheduler's plan, teacher-forced), then `DEFAULT_UPDATES` REINFORCE steps on the cost
-model's reward, which is what tunes the sampling distribution around those plans. (`build_pretrained(extra=...)`
-adds more instances, e.g. zoo models, but the shipped file was trained without them.)
+model's reward, which is what tunes the sampling distribution around those plans.
+(`build_pretrained(extra=...)` adds more instances, e.g. zoo models; the shipped file was
+trained without them.)
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ class TrainConfig:
     baseline_decay: float = 0.9  # moving-average baseline: b <- decay b + (1 - decay) mean(r)
     max_updates: int = 5000
     budget_s: float | None = None  # wall-clock limit of the training loop
-    patience: int | None = 150  # stop after this many updates without a new best plan
+    patience: int | None = 60  # stop after this many updates without a new best plan
     grad_clip: float = 1.0
 
 

@@ -4,11 +4,13 @@ Row g of a table lives on shard g mod n. A stage pulls the rows a micro-batch lo
 before the lookup (a forward pre-hook on the embedding module), and pushes the rows' sparse
 gradients after its backward pass; the server applies SGD to them.
 
-Synchronous mode: a push is acknowledged; the pushes of one round (one mini-batch per
-replica of the owning stage) are summed and applied together, and a pull for round t is
-answered only once round t-1 is applied, so a run is repeatable and equals plain SGD.
-Asynchronous mode: pushes are not acknowledged and are applied as they arrive; pulls are
-answered at once (rows may be a few updates stale).
+Pushes are never acknowledged: messages from one sender arrive in order, so a stage's pull
+always finds its own earlier pushes applied, without a round trip.
+Synchronous mode: the pushes of one round (one mini-batch per replica of the owning stage)
+are summed and applied together, and a pull for round t is answered only once round t-1
+is applied, so a run is repeatable and equals plain SGD.
+Asynchronous mode: pushes are applied as they arrive and pulls are answered at once (a
+replica may read rows that miss another replica's latest update).
 """
 
 from __future__ import annotations
@@ -137,7 +139,6 @@ class ParameterServer:
         if not self.synchronous:
             table.rows.index_add_(0, idx, values, alpha=-self.lr / table.replicas)
             return
-        self.outbox.send(_header(1), src, TAG_PS_REPLY)
         table.pending.setdefault(round_, []).append((idx, values))
         # Rounds complete in order: every replica pushes each round before its next pull.
         while len(table.pending.get(table.applied_round + 1, [])) == table.replicas:
@@ -172,11 +173,10 @@ class PSClient:
     """A stage's view of the parameter server for the tables its layers hold."""
 
     def __init__(
-        self, spec: JobSpec, refs: list[TableRef], synchronous: bool, clock: Clock
+        self, spec: JobSpec, refs: list[TableRef], clock: Clock
     ) -> None:
         self.ps = spec.ps_ranks()
         self.refs = refs
-        self.synchronous = synchronous
         self.clock = clock
         self.round = 0
         self._fresh = [torch.zeros(ref.weight.shape[0], dtype=torch.bool) for ref in refs]
@@ -231,7 +231,7 @@ class PSClient:
     def push(self) -> None:
         """Send every table's sparse gradient of this mini-batch (empty ones too: they count)."""
         with self.clock.idle():
-            self.outbox.flush()  # the previous asynchronous push must have left
+            self.outbox.flush()  # the previous push must have left before its buffers go
         for ref in self.refs:
             weight = ref.weight
             grad = weight.grad
@@ -253,13 +253,6 @@ class PSClient:
                 )
                 self.outbox.send(idx[mask] // n, self.ps[shard], TAG_PS_PAYLOAD)
                 self.outbox.send(values[mask], self.ps[shard], TAG_PS_PAYLOAD)
-        if self.synchronous:
-            with self.clock.idle():
-                ack = torch.empty(1, dtype=torch.int64)
-                for _ in self.refs:
-                    for rank in self.ps:
-                        dist.recv(ack, rank, tag=TAG_PS_REPLY)
-                self.outbox.flush()
 
     def marker(self, op: int, step: int) -> None:
         for rank in self.ps:

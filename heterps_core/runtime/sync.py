@@ -19,8 +19,8 @@ _MODES: dict[str, type[SyncMode]] = {}
 class SyncMode:
     name: ClassVar[str]
     summary: ClassVar[str]
-    # True: the PS acknowledges each push and answers a pull for round t only after every
-    # replica's round t-1 push is applied, so runs are repeatable. False: fire and forget.
+    # True: the PS answers a pull for round t only after every replica's round t-1 push is
+    # applied (summed), so runs are repeatable. False: pushes apply as they arrive.
     ps_synchronous: ClassVar[bool] = True
 
     def sync_dense(self, params: Sequence[torch.nn.Parameter], group: Any, replicas: int) -> None:

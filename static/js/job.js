@@ -9,8 +9,8 @@
   const job = JSON.parse(document.getElementById("job-state").textContent);
   const series = JSON.parse(document.getElementById("job-series").textContent);
   const layout = (x, y) => ({
-    margin: { l: 60, r: 10, t: 10, b: 45 }, height: 260, showlegend: true,
-    legend: { orientation: "h", y: -0.3 }, xaxis: { title: { text: x } }, yaxis: { title: { text: y } },
+    margin: { l: 60, r: 10, t: 10, b: 40 }, height: 290, showlegend: true,
+    legend: { orientation: "h", x: 0, y: 1.0, yanchor: "bottom" }, xaxis: { title: { text: x } }, yaxis: { title: { text: y } },
   });
   const config = { responsive: true, displayModeBar: false };
   const seen = new Set();
@@ -40,9 +40,10 @@
     const busiest = Math.max(...rows.map((s) => s.busy_fraction));
     const others = rows.map((s) => s.busy_fraction).sort((a, b) => b - a);
     body.innerHTML = "";
-    rows.forEach((s) => {
+    const binding = busiest > 0 ? rows.findIndex((s) => s.busy_fraction === busiest) : -1;
+    rows.forEach((s, i) => {
       let flag = "";
-      if (rows.length > 1 && s.busy_fraction === busiest) {
+      if (rows.length > 1 && i === binding) {
         // Far busier than the next stage: it holds the others back.
         flag = busiest - others[1] > 0.3 ? "straggler (binding)" : "binding";
       }

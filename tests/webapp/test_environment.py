@@ -42,7 +42,7 @@ def test_database_and_redis_urls_select_production(tmp_path: Path) -> None:
         "db.internal", 5432, "heterps", "heterps")
     layer = environment.channel_layers(PRODUCTION)["default"]
     assert layer["BACKEND"] == "channels_redis.core.RedisChannelLayer"
-    assert layer["CONFIG"]["hosts"] == [PRODUCTION["REDIS_URL"]]
+    assert layer["CONFIG"]["hosts"][0]["address"] == PRODUCTION["REDIS_URL"]
     celery = environment.celery_settings(PRODUCTION)
     assert celery["CELERY_BROKER_URL"] == PRODUCTION["REDIS_URL"]
     assert celery["CELERY_RESULT_BACKEND"] == PRODUCTION["REDIS_URL"]
@@ -124,3 +124,26 @@ def test_check_deploy_passes_with_production_variables(tmp_path: Path) -> None:
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     assert "security.W" not in output and "ERRORS" not in output
+
+
+@pytest.mark.slow
+@pytest.mark.production
+async def test_an_idle_redis_receiver_outlives_the_default_socket_timeout(redis_url: str) -> None:
+    """Regression: with redis-py's 5 s socket timeout, channels-redis's 5 s blocking pop
+    raised TimeoutError on every idle receive (a websocket viewer of a quiet job)."""
+    import asyncio
+
+    from channels_redis.core import RedisChannelLayer
+
+    config = environment.channel_layers({"REDIS_URL": redis_url})["default"]["CONFIG"]
+    layer = RedisChannelLayer(**config)
+    channel = await layer.new_channel()
+
+    async def send_later() -> None:
+        await asyncio.sleep(6.5)
+        await layer.send(channel, {"type": "late"})
+
+    sender = asyncio.create_task(send_later())
+    message = await asyncio.wait_for(layer.receive(channel), 20)
+    await sender
+    assert message == {"type": "late"}

@@ -69,16 +69,21 @@ def test_a_task_round_trips_through_redis(redis_worker: tuple[Celery, str]) -> N
     app, queue = redis_worker
     payload = uuid.uuid4().hex
     result = app.send_task("heterps.ping", args=[payload], queue=queue)
-    assert result.get(timeout=60) == {"echo": payload, "worker": result.get()["worker"]}
+    assert result.get(timeout=120) == {"echo": payload, "worker": result.get()["worker"]}
     assert result.backend.__class__.__name__ == "RedisBackend"
 
 
-def _receive(layer: Any, channel: str, timeout: float) -> dict[str, Any]:
-    async def receive() -> dict[str, Any]:
-        message: dict[str, Any] = await asyncio.wait_for(layer.receive(channel), timeout)
-        return message
+def _events_until_finished(layer: Any, channel: str, timeout_s: float) -> list[dict[str, Any]]:
+    """Work states received on `channel`, up to the first finished one (one event loop)."""
 
-    return async_to_sync(receive)()
+    async def collect() -> list[dict[str, Any]]:
+        events: list[dict[str, Any]] = []
+        async with asyncio.timeout(timeout_s):
+            while not (events and events[-1]["finished"]):
+                events.append((await layer.receive(channel))["work"])
+        return events
+
+    return async_to_sync(collect)()
 
 
 def _test_database_url() -> str:
@@ -98,7 +103,7 @@ def test_work_runs_in_a_worker_process_and_progress_arrives_through_redis(
     personas: Any, queue: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """start_work -> Redis -> worker process -> PostgreSQL + channels-redis -> our client."""
-    from channels.layers import get_channel_layer
+    from channels.layers import channel_layers
 
     from webapp.background import services
     from webapp.background.evaluate_kind import EvaluateKind
@@ -106,7 +111,7 @@ def test_work_runs_in_a_worker_process_and_progress_arrives_through_redis(
 
     env = os.environ | {"DATABASE_URL": _test_database_url(), "HETERPS_VAR_DIR": str(tmp_path)}
     worker = _start_worker(env, queue, tmp_path / "worker.log")
-    layer = get_channel_layer()
+    layer = channel_layers.make_backend("default")  # fresh: no state from other tests' loops
     channel = async_to_sync(layer.new_channel)()
     monkeypatch.setattr(EvaluateKind, "queue", queue)  # route to this test's worker only
     with transaction.atomic():
@@ -114,9 +119,7 @@ def test_work_runs_in_a_worker_process_and_progress_arrives_through_redis(
                                    {"instance": json.loads(TINY.read_text())})
         async_to_sync(layer.group_add)(services.group_name(work.pk), channel)
     try:
-        events = [_receive(layer, channel, 60)["work"]]
-        while not events[-1]["finished"]:
-            events.append(_receive(layer, channel, 30)["work"])
+        events = _events_until_finished(layer, channel, timeout_s=120)  # worker start-up too
     finally:
         _stop(worker)
     work.refresh_from_db()

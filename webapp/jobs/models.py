@@ -55,11 +55,11 @@ class Job(ProjectOwned):
 
     @property
     def status(self) -> str:
-        return self.work.status if self.work else Status.QUEUED
+        return self.work.status if self.work else "approved"  # approved, never started
 
     @property
     def active(self) -> bool:
-        return self.status in ACTIVE
+        return self.work is not None and self.work.status in ACTIVE
 
 
 class JobMetric(models.Model):

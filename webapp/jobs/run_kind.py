@@ -8,6 +8,7 @@ the commit. A cancel asked for on the work record stops the runtime's processes.
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -75,6 +76,9 @@ def _on_sample(
     progress: ProgressCallback, stop: threading.Event,
 ) -> None:
     data = sample.to_dict()
+    # Wall-clock time the runtime handed the sample over: lets clients (and bench/web.py)
+    # measure how long it took to reach them.
+    data["produced_at"] = time.time()
     services.record_sample(job_id, run, data, base_cost)
     loss = "-" if sample.loss is None else f"{sample.loss:.4f}"
     message = (f"step {sample.step}/{sample.total_steps}, {sample.samples_per_s:.1f} samples/s, "

@@ -122,7 +122,7 @@ def start_run(user: AbstractBaseUser, job: Job) -> Job:
     """Queue a new run of the job (its first, or a restart once the last one finished)."""
     check(user, job.project_id, Action.EDIT)
     with transaction.atomic():
-        job = Job.objects.select_for_update().select_related("work").get(pk=job.pk)
+        job = Job.objects.select_for_update(of=("self",)).select_related("work").get(pk=job.pk)
         if job.active and job.work is not None:
             raise ValidationError({"job": f"run {job.runs} is still {job.status}"})
         work = work_services.start_work(

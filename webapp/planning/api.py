@@ -24,6 +24,13 @@ class ClusterSerializer(serializers.ModelSerializer):
         read_only_fields = ["id", "created_at"]
 
 
+class CreateClusterSerializer(serializers.Serializer):
+    project = serializers.IntegerField()
+    name = serializers.CharField(max_length=80)
+    resource_types = serializers.ListField(child=serializers.IntegerField())
+    description = serializers.CharField(required=False, default="", allow_blank=True)
+
+
 class PlanResultSerializer(serializers.ModelSerializer):
     cost_per_million_samples = serializers.FloatField(read_only=True, allow_null=True)
 
@@ -74,15 +81,18 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     def get_queryset(self) -> QuerySet[Cluster]:
         return _scoped(self.request, Cluster.objects.prefetch_related("resource_types"))
 
+    @extend_schema(request=CreateClusterSerializer, responses={201: ClusterSerializer})
     def create(self, request: Request) -> Response:
-        serializer = ClusterSerializer(data=request.data)
+        serializer = CreateClusterSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        project = get_project(request.user, data["project"].pk, Action.EDIT)
-        types = list(ResourceType.objects.filter(pk__in=[r.pk for r in data["resource_types"]]))
+        project = get_project(request.user, data["project"], Action.EDIT)
+        types = list(ResourceType.objects.filter(pk__in=data["resource_types"]))
+        if len(types) != len(set(data["resource_types"])):
+            raise exceptions.ValidationError({"resource_types": ["names an unknown resource type"]})
         try:
             cluster = services.create_cluster(request.user, project, data["name"], types,
-                                              data.get("description", ""))
+                                              data["description"])
         except ValidationError as exc:
             raise exceptions.ValidationError(exc.message_dict) from exc
         return Response(ClusterSerializer(cluster).data, status=status.HTTP_201_CREATED)

@@ -74,7 +74,7 @@ def layer_table(run: ProfileRun | None) -> dict[str, Any]:
     """Rows (one per layer, seconds per resource) and columns for the model page and chart."""
     if run is None:
         return {"resources": [], "rows": []}
-    results = list(run.results.all())
+    results = list(run.results.order_by("id"))  # measured first, then the catalogue order
     resources = list(dict.fromkeys(r.resource for r in results))
     rows: dict[int, dict[str, Any]] = {}
     for r in results:

@@ -72,6 +72,9 @@ def train(run_id: int, progress: ProgressCallback = no_progress) -> dict[str, An
             RLTrainingRun.objects.filter(pk=run_id).update(curve=curve)
 
     training = train_on_instance(instance, config, seed=run.seed, progress=on_update)
+    if pending[0]:  # the last updates since the previous event
+        progress(Progress(training.updates, config.max_updates, f"update {training.updates}",
+                          {"rows": curve[-pending[0]:]}))
     problem = training.problem
     best = None
     if problem.best is not None:

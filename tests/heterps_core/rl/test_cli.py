@@ -1,9 +1,12 @@
 import json
 
+import pytest
+
 from heterps_core.cli import main
 from heterps_core.rl.checkpoint import load_policy
 
 
+@pytest.mark.slow
 def test_train_policy_writes_a_loadable_checkpoint_reproducibly(tmp_path, capsys) -> None:
     paths = [tmp_path / "a.pt", tmp_path / "b.pt"]
     for out in paths:

@@ -54,3 +54,19 @@ def test_respects_availability_caps(capped) -> None:
     plan = schedulers.create("rl", seed=0, budget_s=4).plan(capped)
     assert plan.feasible
     assert plan.cost_per_hour == pytest.approx(19.376, rel=0.01)
+
+
+def test_pretrained_with_a_budget_fine_tunes_first(tiny) -> None:
+    result = plan_with_rl(tiny, seed=1, pretrained=True, budget_s=2)
+    assert result.mode == "pretrained+finetune" and result.updates > 0
+    assert result.final.cost_per_hour == pytest.approx(3.6)
+    assert any("fine-tuned" in note for note in result.final.notes)
+
+
+def test_shipped_policy_is_small_and_loads() -> None:
+    from heterps_core.rl.checkpoint import load_policy
+    from heterps_core.rl.pretrained import PRETRAINED_PATH
+
+    assert PRETRAINED_PATH.stat().st_size < 2_000_000
+    _, meta = load_policy(PRETRAINED_PATH)
+    assert meta["seed"] == 0 and meta["updates"] > 0 and meta["imitation_steps"] > 0

@@ -23,6 +23,7 @@ def test_finds_the_optimum_of_the_spec_example(tiny) -> None:
     assert {"update", "best_cost", "mean_reward", "entropy"} <= set(seen[-1].metrics)
 
 
+@pytest.mark.slow
 def test_policy_gradient_improves_the_sampled_plans(optimum) -> None:
     from heterps_core.rl.policy import LayerPolicy
 

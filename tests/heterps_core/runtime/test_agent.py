@@ -36,9 +36,10 @@ def start_agent(address: str, provides: str, name: str) -> subprocess.Popen[byte
 def test_stages_run_on_two_agent_machines_and_match_the_plain_loop(jobs) -> None:
     plan = jobs.plan_for(["cpu", "cpu-b", "cpu-b", "cpu-b"], [1, 1])
     remote = {"cpu": Target("remote"), "cpu-b": Target("remote")}
-    launcher = Launcher(RunConfig(plan=plan, train=jobs.settings(20), binding=remote))
+    # Two parameter-server shards (rows g mod 2) also check that sharding keeps the numbers.
+    launcher = Launcher(RunConfig(plan=plan, train=jobs.settings(20), binding=remote, ps_shards=2))
     launcher.start()
-    assert list(launcher.pids) == [2]  # only the parameter server runs at the coordinator
+    assert list(launcher.pids) == [2, 3]  # only the parameter servers run at the coordinator
     agents = [
         start_agent(launcher.address, "cpu", "machine-a"),
         start_agent(launcher.address, "cpu-b", "machine-b"),
@@ -48,7 +49,9 @@ def test_stages_run_on_two_agent_machines_and_match_the_plain_loop(jobs) -> None
         assert [a.wait(30) for a in agents] == [0, 0]
     finally:
         for agent in agents:
-            agent.kill() if agent.poll() is None else None
+            if agent.poll() is None:
+                agent.kill()
+                agent.wait()
     plain = train_plain(jobs.settings(20))
     assert torch.allclose(torch.tensor(result.losses), torch.tensor(plain.losses), atol=1e-5)
     assert result.binding == {"cpu": "remote", "cpu-b": "remote"}

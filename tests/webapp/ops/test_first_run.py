@@ -65,4 +65,4 @@ def test_demo_resources_are_valid_core_resources() -> None:
              "output_mb": 0.0, "sync_mb": 0.0, "memory_gb": 1.0, "shardable": False}
     instance = Instance.from_dict({"version": 1, "batch_size": 1, "throughput_target": 1,
                                    "resources": resources, "layers": [layer]})
-    assert len(instance.resources) == 4
+    assert len(instance.resources) == ResourceType.objects.count() >= 4

@@ -136,7 +136,7 @@ def test_the_work_kind_runs_the_request_and_records_the_outcome(
 
 def test_an_impossible_target_is_infeasible_with_a_reason(personas: Any, profiled: Any,
                                                           cluster: Any) -> None:
-    request = services.start_planning(personas.member, profiled.model, cluster, 1e15, ["exact"])
+    request = services.start_planning(personas.member, profiled.model, cluster, 1e8, ["exact"])
     services.solve_request(request.pk)
     result = request.results.get()
     assert not result.feasible and not result.chosen and result.gap_to_exact is None

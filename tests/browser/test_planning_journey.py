@@ -1,0 +1,145 @@
+"""My part of the journey in a real browser: log in, pick a zoo model, profile it, make a
+cluster, plan with exact + rl + greedy, compare, open the chosen plan, ask a what-if, train
+the RL policy. Runs on the embedded default and, with DATABASE_URL/REDIS_URL, on PostgreSQL +
+Redis (the worker is started in-process either way). Screenshots of every page at 1280 px and
+390 px land in test-artifacts/planning/ for people to look at."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+SHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "planning"
+PHONE = {"width": 390, "height": 844}
+
+
+@pytest.fixture
+def worker() -> Iterator[Any]:
+    from workers import embedded
+
+    started = embedded.start(concurrency=1)
+    yield started
+    started.stop()
+
+
+def _until(page: Any, selector: str, timeout_s: float = 90) -> None:
+    """Reload until `selector` shows: the pages reload themselves when the websocket says the
+    work finished, but pytest-django's live server speaks WSGI only, so no websocket here."""
+    deadline = time.monotonic() + timeout_s
+    while page.locator(selector).count() == 0:
+        assert time.monotonic() < deadline, f"{selector} did not appear on {page.url}"
+        time.sleep(0.5)
+        page.reload()
+
+
+def _shoot(page: Any, browser: Any, name: str) -> None:
+    """Full-page screenshots at desktop and phone width; the phone page must not scroll
+    sideways (wide tables scroll inside their own box)."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}-1280.png"), full_page=True)
+    phone = browser.new_context(viewport=PHONE, storage_state=page.context.storage_state())
+    small = phone.new_page()
+    small.goto(page.url)
+    small.wait_for_load_state("networkidle")
+    small.screenshot(path=str(SHOTS / f"{name}-390.png"), full_page=True)
+    overflow = small.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+    phone.close()
+    assert overflow <= 0, f"{name} scrolls sideways on a phone by {overflow} px"
+
+
+def test_profile_plan_and_compare_in_a_browser(
+    page: Any, browser: Any, live_server: Any, django_user_model: Any, worker: Any
+) -> None:
+    from heterps_core import schedulers
+    from webapp.catalogue.demo import CatalogueDemo
+    from webapp.projects.services import create_project
+
+    ada = django_user_model.objects.create_user("ada", password="lovelace-1843")
+    project = create_project(ada, "Ranking models")
+    CatalogueDemo().load(project)
+    wanted = [n for n in ("exact", "rl", "greedy") if n in schedulers.names()]
+    url = live_server.url
+
+    page.goto(f"{url}/models/")
+    page.fill("#id_username", "ada")
+    page.fill("#id_password", "lovelace-1843")
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{url}/models/project/{project.pk}/")
+    _shoot(page, browser, "models-list")
+
+    page.select_option("#id_zoo_name", "ctr_dnn")
+    page.select_option("#id_size", "tiny")
+    page.click("#add-zoo button[type=submit]")
+    page.wait_for_url("**/models/*/")
+    assert page.get_by_role("heading", name="ctr_dnn-tiny").is_visible()
+    page.fill("#profile-form #id_batch_size", "64")
+    page.fill("#profile-form #id_repeats", "1")
+    page.click("#profile-form button[type=submit]")
+    page.wait_for_url("**/profiling/*/")
+    _until(page, "table.layers")
+    assert "this machine" in page.locator("table.layers thead").inner_text()
+    page.wait_for_selector("#layer-chart .main-svg")
+    assert "fwd+bwd time per batch (ms, log scale)" in page.locator("#layer-chart").inner_text()
+    _shoot(page, browser, "profile-run")
+
+    page.click("text=Plan this model")
+    page.wait_for_url(f"**/planning/project/{project.pk}/**")
+    page.fill("#cluster-form #id_name", "All types")
+    for box in page.locator("#cluster-form input[type=checkbox]").all():
+        box.check()
+    page.click("#cluster-form button[type=submit]")
+    page.wait_for_url(f"{url}/planning/project/{project.pk}/")
+    page.select_option("#plan-form #id_model", label="ctr_dnn-tiny")
+    page.select_option("#plan-form #id_cluster", label="All types")
+    page.fill("#plan-form #id_throughput_target", "-1")
+    page.click("#plan-form button[type=submit]")
+    assert "greater than or equal to" in page.locator("#plan-form").inner_text()
+    page.fill("#plan-form #id_throughput_target", "50000")
+    page.fill("#plan-form #id_samples", "1000000000")
+    page.fill("#plan-form #id_budget_s", "1")
+    for box in page.locator("#plan-form input[name=schedulers]").all():
+        box.set_checked(box.get_attribute("value") in wanted)
+    _shoot(page, browser, "planning-form")
+    page.click("#plan-form button[type=submit]")
+    page.wait_for_url("**/planning/*/")
+    _until(page, "#comparison")
+    rows = page.locator("#comparison tbody tr")
+    assert sorted(r.get_attribute("data-scheduler") for r in rows.all()) == sorted(wanted)
+    chosen = page.locator("#comparison tr.chosen")
+    assert chosen.count() == 1 and "chosen" in chosen.inner_text()
+    assert "$" in chosen.inner_text() and "/h" in chosen.inner_text()
+    page.wait_for_selector("#scatter .main-svg")
+    scatter = page.locator("#scatter").inner_text()
+    assert "throughput (samples/s)" in scatter and "cost ($ per hour, estimate)" in scatter
+    assert page.locator(".stages").count() == len(wanted)
+    _shoot(page, browser, "planning-compare")
+
+    page.click("#comparison a >> text=exact")
+    page.wait_for_url("**/planning/result/*/")
+    assert "Binding stage:" in page.locator("text=Binding stage:").inner_text()
+    resource = page.locator("#stages tbody tr td").nth(2).inner_text()
+    page.select_option("#what-if-form #id_resource", resource)
+    page.fill("#what-if-form #id_price_per_hour", "500")
+    page.click("#what-if-form button[type=submit]")
+    answer = page.locator("#what-if-answer").inner_text()
+    assert answer.startswith(f"{resource}: price_per_hour")
+    _shoot(page, browser, "plan-detail")
+
+    page.go_back()
+    page.go_back()
+    page.wait_for_selector("#rl-form")
+    page.fill("#rl-form #id_budget_s", "2")
+    page.fill("#rl-form #id_max_updates", "40")
+    page.fill("#rl-form #id_samples", "16")
+    page.click("#rl-form button[type=submit]")
+    page.wait_for_url("**/rl/*/")
+    _until(page, "text=Best plan found")
+    page.wait_for_selector("#reward-chart .main-svg")
+    assert "policy update (count)" in page.locator("#reward-chart").inner_text()
+    _shoot(page, browser, "rl-training")
