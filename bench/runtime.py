@@ -167,6 +167,9 @@ def bench_model(
         ("2 stages x 1 unit (embedding / dense), 1 micro-batch", split, 1),
         ("2 stages x 1 unit (embedding / dense), 4 micro-batches", split, 4),
     ]
+    modes = {label: "bsp" for label, _, _ in plans}
+    plans.append(("2 stages x 1 unit, 1 micro-batch, async (embedding stage runs ahead)", split, 1))
+    modes[plans[-1][0]] = "async"
     rows = []
     for label, plan, micro in plans:
         assert plan.feasible and plan.throughput, plan.reason
@@ -177,6 +180,7 @@ def bench_model(
             batch_size=batch_size,
             lr=0.01,
             micro_batches=micro,
+            sync=modes[label],
         )
         # The cores are shared: alternate plain loop and runtime, keep the best of each.
         measured, plain = 0.0, 0.0

@@ -115,16 +115,20 @@ def _layers(rng: random.Random, n: int, kinds: list[_Kind], batch: int) -> tuple
         size = max(1, n_emb // 2)
         for i in range(mid, min(n - 1, mid + size)):
             kinds_of[i] = "embedding"
-    # Keep the total work of a model roughly independent of how finely it is cut into layers.
-    scale = min(1.0, 24 / n) * batch / 1000
+    # Keep the total work, parameters and memory of a model roughly independent of how finely
+    # it is cut into layers (a 256-layer chain is a finer cut, not a 10x bigger model).
+    size = min(1.0, 24 / n)
+    scale = size * batch / 1000
     layers = []
     for i, kind in enumerate(kinds_of):
         make = _embedding if kind == "embedding" else _dense
-        layers.append(make(rng, i, kinds, scale))
+        layers.append(make(rng, i, kinds, scale, size))
     return tuple(layers)
 
 
-def _embedding(rng: random.Random, i: int, kinds: list[_Kind], scale: float) -> Layer:
+def _embedding(
+    rng: random.Random, i: int, kinds: list[_Kind], scale: float, size: float
+) -> Layer:
     cpu_s = rng.uniform(0.004, 0.02) * scale
     compute = {}
     for k in kinds:
@@ -138,12 +142,12 @@ def _embedding(rng: random.Random, i: int, kinds: list[_Kind], scale: float) -> 
         compute_s=compute or {kinds[0].name: round(cpu_s, 6)},
         output_mb=round(rng.uniform(0.5, 8.0), 3),
         sync_mb=0.0,
-        memory_gb=round(rng.uniform(4.0, 120.0), 2),
+        memory_gb=round(rng.uniform(4.0, 120.0) * size, 2),
         shardable=True,
     )
 
 
-def _dense(rng: random.Random, i: int, kinds: list[_Kind], scale: float) -> Layer:
+def _dense(rng: random.Random, i: int, kinds: list[_Kind], scale: float, size: float) -> Layer:
     t4_s = rng.uniform(0.001, 0.012) * scale
     compute = {
         k.name: max(1e-6, round(t4_s / k.speed * rng.uniform(0.8, 1.25), 6)) for k in kinds
@@ -153,18 +157,20 @@ def _dense(rng: random.Random, i: int, kinds: list[_Kind], scale: float) -> Laye
         kind="dense",
         compute_s=compute,
         output_mb=round(rng.uniform(0.2, 8.0), 3),
-        sync_mb=round(rng.uniform(0.3, 8.0), 3),
-        memory_gb=round(rng.uniform(0.05, 2.0), 3),
+        sync_mb=round(max(0.001, rng.uniform(0.3, 8.0) * size), 3),
+        memory_gb=round(rng.uniform(0.05, 0.6) * size, 3),
         shardable=False,
     )
 
 
 def _reference_assignment(instance: Instance, kinds: list[_Kind]) -> list[str]:
-    """Sparse layers on the first CPU, dense ones on the fastest-per-dollar GPU."""
+    """Sparse layers on the first CPU, dense ones on the fastest-per-dollar GPU that holds them."""
     names = instance.resource_names
     cpu = next((k.name for k in kinds if k.kind == "cpu"), names[0])
     gpus = [k for k in kinds if k.kind == "gpu"] or kinds
-    gpu = max(gpus, key=lambda k: k.speed / k.price).name
+    dense_gb = sum(layer.memory_gb for layer in instance.layers if not layer.shardable)
+    roomy = [k for k in gpus if k.memory_gb >= dense_gb] or [max(gpus, key=lambda k: k.memory_gb)]
+    gpu = max(roomy, key=lambda k: k.speed / k.price).name
     out = []
     for layer in instance.layers:
         wanted = cpu if layer.is_sparse else gpu

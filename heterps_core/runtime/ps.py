@@ -172,9 +172,7 @@ class ParameterServer:
 class PSClient:
     """A stage's view of the parameter server for the tables its layers hold."""
 
-    def __init__(
-        self, spec: JobSpec, refs: list[TableRef], clock: Clock
-    ) -> None:
+    def __init__(self, spec: JobSpec, refs: list[TableRef], clock: Clock) -> None:
         self.ps = spec.ps_ranks()
         self.refs = refs
         self.clock = clock

@@ -1,0 +1,243 @@
+"""One stage replica: its layers of the model, the pipeline schedule of one mini-batch.
+
+Schedule per mini-batch (GPipe-style, flushed every mini-batch so updates are exact): the
+mini-batch is split into micro-batches; every micro-batch goes forward through this stage
+and on to the next stage's replica m mod k; the last stage computes the loss and starts the
+backward pass of each micro-batch at once; the other stages run their backward passes in
+micro-batch order as gradients come back. Then sparse gradients go to the parameter server,
+dense gradients are combined among the stage's replicas (sync mode) and SGD steps.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from heterps_core.runtime import sync
+from heterps_core.runtime.binding import parse_target
+from heterps_core.runtime.checkpoint import load_part, save_part
+from heterps_core.runtime.metrics import Clock, Reporter
+from heterps_core.runtime.models import resolve_model
+from heterps_core.runtime.ps import OP_CHECKPOINT, OP_DONE, PSClient, sparse_tables
+from heterps_core.runtime.spec import JobSpec, RankSpec
+from heterps_core.runtime.wire import (
+    TAG_BACKWARD,
+    TAG_FORWARD,
+    TAG_LABELS,
+    Outbox,
+    recv_like,
+    recv_tensor,
+    send_raw,
+    send_tensor,
+)
+from heterps_core.zoo.base import Batch, ChainModel, Inputs
+
+
+@dataclass
+class _InFlight:
+    """A mini-batch whose forward passes are done and whose backward passes are not."""
+
+    m: int
+    prev: int
+    nxt: int
+    received: list[torch.Tensor]
+    sent: list[torch.Tensor]
+    loss: float | None
+
+
+class StageWorker:
+    def __init__(
+        self,
+        spec: JobSpec,
+        me: RankSpec,
+        device: str,
+        group: Any,
+        reporter: Reporter,
+        clock: Clock,
+    ) -> None:
+        self.spec = spec
+        self.me = me
+        self.device = torch.device(device)
+        self.group = group
+        self.reporter = reporter
+        self.clock = clock
+        train = spec.train
+        self.zoo = resolve_model(train.model)
+        self.config = self.zoo.config(train.size)
+        self.model: ChainModel = self.zoo.build(self.config, seed=train.seed)
+        self.stage = spec.stages[me.stage]
+        self.n_stages = len(spec.stages)
+        self.replicas = self.stage.units
+        self.layers = nn.ModuleList(list(self.model.layers)[self.stage.first : self.stage.last + 1])
+        self.layers.to(self.device)
+        refs = [
+            r for r in sparse_tables(self.model) if self.stage.first <= r.layer <= self.stage.last
+        ]
+        tables = {id(r.weight) for r in refs}
+        self.dense = [p for p in self.layers.parameters() if id(p) not in tables]
+        self.optimizer = torch.optim.SGD(self.dense, lr=train.lr) if self.dense else None
+        self.mode = sync.get(train.sync)
+        self.client = PSClient(spec, refs, clock) if refs else None
+        self.outbox = Outbox()
+        if spec.start_step > 0:
+            self._restore()
+
+    # --- the run ---------------------------------------------------------------------------
+
+    def run(self) -> None:
+        spec, k = self.spec, self.replicas
+        data = self._data() if self.me.stage == 0 else None
+        last = self.me.stage == self.n_stages - 1
+        # Mini-batches this replica may forward before the oldest one's backward (sync mode).
+        depth = 0 if last else self.mode.run_ahead(has_dense=bool(self.dense))
+        in_flight: deque[_InFlight] = deque()
+        self.clock.reset()
+        for round_ in range(spec.start_step // k, spec.train.steps // k):
+            m = round_ * k + self.me.replica
+            batch = next(data) if data is not None else None
+            in_flight.append(self.forward_part(m, round_, batch))
+            boundary = (round_ + 1) * k
+            due = self._checkpoint_due(boundary)
+            while len(in_flight) > (0 if due else depth):
+                self.backward_part(in_flight.popleft())
+            if due:
+                self._checkpoint(boundary)
+        while in_flight:
+            self.backward_part(in_flight.popleft())
+        if self.client is not None:
+            self.client.marker(OP_DONE, spec.train.steps)
+            self.client.close()
+        self.reporter.flush()
+
+    def mini_batch(self, m: int, round_: int, batch: Batch | None) -> None:
+        self.backward_part(self.forward_part(m, round_, batch))
+
+    def _data(self) -> Iterator[Batch]:
+        """This replica's mini-batches (m mod k == replica) from the seeded stream."""
+        k, replica = self.replicas, self.me.replica
+        stream = self.zoo.batches(
+            self.config, self.spec.train.batch_size, seed=self.spec.train.seed
+        )
+        for m, batch in enumerate(stream):
+            if m >= self.spec.start_step and m % k == replica:
+                yield batch
+
+    def forward_part(self, m: int, round_: int, batch: Batch | None) -> _InFlight:
+        """Every micro-batch forward (and, on the last stage, its backward too)."""
+        spec, s = self.spec, self.me.stage
+        last = s == self.n_stages - 1
+        n_micro = spec.train.micro_batches
+        if self.client is not None:
+            self.client.begin(round_)
+        inputs: list[Inputs] = []
+        labels: list[torch.Tensor] = []
+        if batch is not None:
+            raw_inputs, raw_labels = batch
+            inputs = _split_inputs(raw_inputs, n_micro, self.device)
+            if last:
+                labels = list(raw_labels.to(self.device).tensor_split(n_micro))
+            else:
+                dst = spec.replica_rank(self.n_stages - 1, m)
+                send_tensor(self.outbox, raw_labels, dst, TAG_LABELS, self._link(dst))
+        elif last:
+            src = spec.replica_rank(0, m)
+            with self.clock.idle():
+                full = recv_tensor(src, TAG_LABELS, self._link(src))
+            labels = list(full.to(self.device).tensor_split(n_micro))
+        total = sum(t.shape[0] for t in labels) if last else 0
+        prev = spec.replica_rank(s - 1, m) if s > 0 else -1
+        nxt = spec.replica_rank(s + 1, m) if not last else -1
+        received: list[torch.Tensor] = []
+        sent: list[torch.Tensor] = []
+        loss_sum = 0.0
+        for i in range(n_micro):
+            if s == 0:
+                x: Any = inputs[i]
+            else:
+                with self.clock.idle():
+                    x = recv_tensor(prev, TAG_FORWARD, self._link(prev))
+                x = x.to(self.device).requires_grad_(x.is_floating_point())
+            y = self._forward(x)
+            if last:
+                loss = self.model.loss(y, labels[i]) * (labels[i].shape[0] / total)
+                loss.backward()
+                loss_sum += float(loss.detach())
+                self._send_back(x, prev)
+            else:
+                send_tensor(self.outbox, y, nxt, TAG_FORWARD, self._link(nxt))
+                received.append(x)
+                sent.append(y)
+        return _InFlight(m, prev, nxt, received, sent, loss_sum if last else None)
+
+    def backward_part(self, f: _InFlight) -> None:
+        """The backward passes as gradients come back, then the parameter updates."""
+        prev, nxt = f.prev, f.nxt
+        for x, y in zip(f.received, f.sent, strict=True):
+            with self.clock.idle():
+                grad = recv_like(y.shape, y.dtype, nxt, TAG_BACKWARD, self._link(nxt))
+            y.backward(grad.to(self.device))
+            self._send_back(x, prev)
+        with self.clock.idle():
+            self.outbox.flush()
+        if self.client is not None:
+            self.client.push()
+        with self.clock.idle():
+            self.mode.sync_dense(self.dense, self.group, self.replicas)
+        if self.optimizer is not None:
+            self.optimizer.step()
+            self.optimizer.zero_grad(set_to_none=True)
+        self.reporter.step_done(f.m, f.loss)
+
+    def _forward(self, x: Any) -> torch.Tensor:
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+    def _send_back(self, x: Any, prev: int) -> None:
+        if prev >= 0 and isinstance(x, torch.Tensor) and x.grad is not None:
+            send_raw(self.outbox, x.grad, prev, TAG_BACKWARD, self._link(prev))
+
+    def _link(self, peer: int) -> str:
+        # NCCL only carries tensors between two GPUs; anything touching a CPU goes by gloo.
+        mine = parse_target(self.me.target).is_cuda and self.device.type == "cuda"
+        theirs = parse_target(self.spec.ranks[peer].target).is_cuda
+        return "cuda" if mine and theirs else "cpu"
+
+    # --- checkpoints -----------------------------------------------------------------------
+
+    def _checkpoint_due(self, boundary: int) -> bool:
+        spec = self.spec
+        if spec.checkpoint_dir is None:
+            return False
+        every = spec.checkpoint_every
+        return boundary == spec.train.steps or bool(every and boundary % every == 0)
+
+    def _checkpoint(self, step: int) -> None:
+        assert self.spec.checkpoint_dir is not None
+        state = {
+            "layers": self.layers.state_dict(),
+            "optimizer": self.optimizer.state_dict() if self.optimizer else None,
+            "rng": torch.get_rng_state(),
+        }
+        save_part(self.spec.checkpoint_dir, step, self.me.rank, state)
+        if self.client is not None:
+            self.client.marker(OP_CHECKPOINT, step)
+
+    def _restore(self) -> None:
+        assert self.spec.checkpoint_dir is not None
+        state = load_part(self.spec.checkpoint_dir, self.spec.start_step, self.me.rank)
+        self.layers.load_state_dict(state["layers"])
+        if self.optimizer is not None and state["optimizer"] is not None:
+            self.optimizer.load_state_dict(state["optimizer"])
+        torch.set_rng_state(state["rng"])
+
+
+def _split_inputs(inputs: Inputs, parts: int, device: torch.device) -> list[Inputs]:
+    """Micro-batches of a batch-first inputs dict."""
+    split = {key: value.to(device).tensor_split(parts) for key, value in inputs.items()}
+    return [{key: chunks[i] for key, chunks in split.items()} for i in range(parts)]

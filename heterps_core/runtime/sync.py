@@ -26,6 +26,14 @@ class SyncMode:
     def sync_dense(self, params: Sequence[torch.nn.Parameter], group: Any, replicas: int) -> None:
         """Called after a replica's backward pass, before its optimizer step."""
 
+    def run_ahead(self, has_dense: bool) -> int:
+        """Mini-batches a (non-last) stage may forward before the oldest one's backward.
+
+        0 flushes the pipeline every mini-batch (exact SGD). More overlaps stages across
+        mini-batches at the price of staleness.
+        """
+        return 0
+
 
 def register(cls: type[SyncMode]) -> type[SyncMode]:
     if cls.name in _MODES:
@@ -75,8 +83,16 @@ class BSP(SyncMode):
 @register
 class AsyncPS(SyncMode):
     name = "async"
-    summary = "all-reduce dense gradients every step; sparse pushes to the PS are asynchronous"
+    summary = (
+        "all-reduce dense gradients every step; asynchronous PS; embedding-only stages run "
+        "one mini-batch ahead"
+    )
     ps_synchronous = False
 
     def sync_dense(self, params: Sequence[torch.nn.Parameter], group: Any, replicas: int) -> None:
         all_reduce_mean(params, group, replicas)
+
+    def run_ahead(self, has_dense: bool) -> int:
+        # HeterPS's CPU stage keeps feeding the next stage while gradients come back. Only a
+        # stage without dense weights may: an update would invalidate the graph in flight.
+        return 0 if has_dense else 1

@@ -23,9 +23,4 @@ _BUILTINS = (
 )
 
 for _module in _BUILTINS:
-    try:
-        importlib.import_module(f"heterps_core.schedulers.{_module}")
-    except ModuleNotFoundError as _exc:
-        # A scheduler written by another team (rl) may not exist yet in a checkout.
-        if _exc.name != f"heterps_core.schedulers.{_module}":
-            raise
+    importlib.import_module(f"heterps_core.schedulers.{_module}")

@@ -43,17 +43,18 @@ def capped_dp(table: StageTable, capped: Sequence[str]) -> list[Run] | None:
     best_cost = np.full(shape, np.inf)
     best_thr = np.zeros(shape)
     back_first = np.zeros(shape, dtype=np.int64)
-    excl_cost = np.full(shape, np.inf)
-    excl_thr = np.zeros(shape)
-    excl_from = np.zeros(shape, dtype=np.int64)
-    start_cost = np.full(size, np.inf)
-    start_cost[0] = 0.0
-    start_thr = np.where(usage == 0, np.inf, 0.0)
+    # excl[j + 1, r]: best prefix 0..j whose last stage is NOT on r; excl[0] = empty prefix
+    excl_cost = np.full((n + 1, n_res, size), np.inf)
+    excl_thr = np.zeros((n + 1, n_res, size))
+    excl_from = np.zeros((n + 1, n_res, size), dtype=np.int64)
+    excl_cost[0, :, 0] = 0.0
+    excl_thr[0, :, 0] = np.inf
+    cols = np.arange(size)
 
     for j in range(n):
         for r, stages in enumerate(table.by_resource):
-            prev_cost = np.vstack([start_cost[None, :], excl_cost[:j, r, :]])
-            prev_thr = np.vstack([start_thr[None, :], excl_thr[:j, r, :]])
+            prev_cost = excl_cost[: j + 1, r, :]
+            prev_thr = excl_thr[: j + 1, r, :]
             stage_cost = stages.cost[: j + 1, j][:, None]
             stage_thr = stages.throughput[: j + 1, j][:, None]
             if r in digits:
@@ -67,7 +68,6 @@ def capped_dp(table: StageTable, capped: Sequence[str]) -> list[Run] | None:
             cost = prev_cost + stage_cost
             thr = np.minimum(prev_thr, stage_thr)
             firsts, ok = _best_along_first_axis(cost, thr)
-            cols = np.arange(size)
             best_cost[j, r] = np.where(ok, cost[firsts, cols], np.inf)
             best_thr[j, r] = np.where(ok, thr[firsts, cols], 0.0)
             back_first[j, r] = firsts
@@ -76,10 +76,9 @@ def capped_dp(table: StageTable, capped: Sequence[str]) -> list[Run] | None:
             if others.size == 0:
                 continue
             q, ok = _best_along_first_axis(best_cost[j, others], best_thr[j, others])
-            cols = np.arange(size)
-            excl_cost[j, r] = np.where(ok, best_cost[j, others[q], cols], np.inf)
-            excl_thr[j, r] = np.where(ok, best_thr[j, others[q], cols], 0.0)
-            excl_from[j, r] = others[q]
+            excl_cost[j + 1, r] = np.where(ok, best_cost[j, others[q], cols], np.inf)
+            excl_thr[j + 1, r] = np.where(ok, best_thr[j, others[q], cols], 0.0)
+            excl_from[j + 1, r] = others[q]
 
     final_cost = best_cost[n - 1].reshape(-1)
     final_thr = best_thr[n - 1].reshape(-1)
@@ -95,7 +94,7 @@ def capped_dp(table: StageTable, capped: Sequence[str]) -> list[Run] | None:
         if r in digits:
             u -= int(table.by_resource[r].units[i, j]) * digits[r][1]
         if i > 0:
-            r = int(excl_from[i - 1, r, u])
+            r = int(excl_from[i, r, u])
         j = i - 1
     runs.reverse()
     return runs

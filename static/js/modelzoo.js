@@ -14,9 +14,10 @@
   }));
   const layout = {
     barmode: "group",
-    margin: { l: 70, r: 10, t: 10, b: 90 },
+    margin: { l: 80, r: 10, t: 30, b: 90 },
+    title: { text: "fwd+bwd time per batch, per layer and resource", font: { size: 13 } },
     xaxis: { title: { text: "layer (execution order)" }, automargin: true },
-    yaxis: { title: { text: "fwd+bwd time per batch (ms, log scale)" }, type: "log", automargin: true },
+    yaxis: { title: { text: "time per batch (ms, log)" }, type: "log", automargin: true },
     legend: { orientation: "h", y: -0.35 },
   };
   Plotly.newPlot(node, traces, layout, { responsive: true, displaylogo: false });

@@ -18,9 +18,10 @@
   }
   feasible.forEach((p) => {
     traces.push({
-      type: "scatter", mode: "markers+text", name: p.scheduler + (p.chosen ? " (chosen)" : ""),
-      x: [p.throughput], y: [p.cost_per_hour], text: [p.scheduler], textposition: "top center",
-      marker: { size: p.chosen ? 16 : 11, symbol: p.chosen ? "star" : "circle" },
+      type: "scatter", mode: "markers", name: p.scheduler + (p.chosen ? " (chosen)" : ""),
+      x: [p.throughput], y: [p.cost_per_hour],
+      // Open rings: plans that coincide (often the optimum) stay visible around the star.
+      marker: { size: p.chosen ? 13 : 18, symbol: p.chosen ? "star" : "circle-open", line: { width: 2 } },
       hovertemplate: p.scheduler + ": %{x:,.0f} samples/s, $%{y:.3f}/h<extra></extra>",
     });
   });

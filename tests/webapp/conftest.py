@@ -2,7 +2,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from asgiref.sync import SyncToAsync
 from django.db import connections
 
 
@@ -13,8 +12,15 @@ def plain_http(settings: Any) -> None:
 
 
 @pytest.fixture(autouse=True, scope="session")
-def close_async_orm_connections(django_db_setup: None) -> Iterator[None]:
-    # Django's async ORM (acreate, aforce_login) runs in asgiref's one sync thread and leaves
-    # its connection open; PostgreSQL refuses to drop a test database with open sessions.
+def end_stray_test_database_sessions(django_db_setup: None) -> Iterator[None]:
+    # Django's async ORM (acreate, aforce_login) leaves connections open in asgiref's
+    # worker thread, out of reach of this one; PostgreSQL will not drop a test database
+    # that still has sessions, so end them before pytest-django drops it.
     yield
-    SyncToAsync.single_thread_executor.submit(connections.close_all).result()
+    connection = connections["default"]
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )

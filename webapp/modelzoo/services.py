@@ -9,8 +9,8 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
 
 from heterps_core import zoo
-from heterps_core.zoo.sizes import SIZES
 from heterps_core.zoo.base import chain_of
+from heterps_core.zoo.sizes import SIZES
 from webapp.modelzoo.models import RegisteredModel, Source
 from webapp.projects.models import Project
 from webapp.projects.permissions import Action, AnyUser, check

@@ -29,3 +29,9 @@ def test_a_new_mode_is_one_class_and_one_decorator() -> None:
 def test_unknown_modes_list_the_known_ones() -> None:
     with pytest.raises(RunConfigError, match="sync: unknown sync mode 'ssp'; known: async, bsp"):
         sync.get("ssp")
+
+
+def test_only_async_lets_an_embedding_only_stage_run_ahead() -> None:
+    assert sync.get("bsp").run_ahead(has_dense=False) == 0
+    assert sync.get("async").run_ahead(has_dense=False) == 1
+    assert sync.get("async").run_ahead(has_dense=True) == 0  # its graph would go stale

@@ -62,4 +62,3 @@ def test_the_detail_page_shows_profile_numbers_and_tags(personas: Any, login: An
     chart = response.context["chart"]
     assert chart["layers"] == profiled.model.layer_names()
     assert len(chart["seconds"][0]) == len(chart["resources"])
-    assert "fwd+bwd time per batch (ms, log scale)" in open("static/js/modelzoo.js").read()

@@ -176,7 +176,8 @@ def test_what_if_replans_with_a_changed_price_without_storing(personas: Any, pro
     assert answer["after"]["cost_per_hour"] > exact.cost_per_hour
     assert answer["summary"].startswith(f"{used}: price_per_hour")
     assert PlanResult.objects.count() == 1
-    assert "resource" in _errors(lambda: services.run_what_if(personas.member, exact, "tpu", 1, None))
+    assert "resource" in _errors(
+        lambda: services.run_what_if(personas.member, exact, "tpu", 1, None))
     assert "price_per_hour" in _errors(
         lambda: services.run_what_if(personas.member, exact, used, None, None))
     assert "count" in _errors(lambda: services.run_what_if(personas.member, exact, used, None, 0))
