@@ -181,21 +181,12 @@ def _use_sparse_embeddings(model: nn.Module) -> None:
 def _split_traced(model: nn.Module, example: Inputs, arg_names: list[str]) -> ImportedChain:
     traced = fx.symbolic_trace(model)
     ShapeProp(traced).propagate(*[example[n] for n in arg_names])
-    nodes = [n for n in traced.graph.nodes if n.op not in ("get_attr",)]
-    position = {n: i for i, n in enumerate(nodes)}
-    output = next(n for n in nodes if n.op == "output")
-    last_use = {n: max((position.get(u, len(nodes)) for u in n.users), default=position[n])
-                for n in nodes}
-    cuts = []
-    for i, node in enumerate(nodes[:-1]):
-        if node.op == "placeholder":
-            continue
-        alive = [n for n in nodes[: i + 1] if last_use[n] > i]
-        if len(alive) == 1 and _is_float_tensor(alive[0]):
-            cuts.append((i, alive[0]))
+    # Parameters and buffers (get_attr) are not activations: each piece re-reads its own.
+    nodes = [n for n in traced.graph.nodes if n.op != "get_attr"]
+    output = nodes[-1]
     pieces = []
     start = 0
-    for i, boundary in cuts:
+    for i, boundary in _cuts(nodes):
         pieces.append((start, i, boundary))
         start = i + 1
     final = output.args[0]
@@ -217,6 +208,21 @@ def _split_traced(model: nn.Module, example: Inputs, arg_names: list[str]) -> Im
     chain = ImportedChain(layers)
     _check_reproduces(model, chain, example, arg_names)
     return chain
+
+
+def _cuts(nodes: list[fx.Node]) -> list[tuple[int, fx.Node]]:
+    """Positions after which exactly one float tensor is still needed, and that tensor."""
+    position = {n: i for i, n in enumerate(nodes)}
+    last_use = {n: max((position.get(u, len(nodes)) for u in n.users), default=position[n])
+                for n in nodes}
+    cuts = []
+    for i, node in enumerate(nodes[:-1]):
+        if node.op == "placeholder":
+            continue
+        alive = [n for n in nodes[: i + 1] if last_use[n] > i]
+        if len(alive) == 1 and _is_float_tensor(alive[0]):
+            cuts.append((i, alive[0]))
+    return cuts
 
 
 def _merge_parameterless(

@@ -210,7 +210,7 @@ def test_the_whole_journey(page: Any, browser: Any, asgi_url: str, django_user_m
     page.wait_for_function(
         "() => document.querySelector('[data-field=status]').textContent.trim() === 'cancelled'",
         timeout=30_000)
-    assert page.locator("#job button:has-text('Restart')").is_visible()
+    page.wait_for_selector("#job button:has-text('Restart')")  # after the page's reload
     assert "run cancelled at step" in page.locator("#log").inner_text()
     _shoot(page, browser, "job-cancelled")
     page.goto(f"{url}/costs/")

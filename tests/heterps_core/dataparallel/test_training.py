@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -147,7 +148,12 @@ def test_stop_at_target_reports_time_to_target() -> None:
     assert result.stopped == "target"
     assert result.final.loss <= 0.66
     assert result.time_to_loss(0.66) == result.final.time_s
-    assert result.to_dict()["time_to_target_s"] == result.final.time_s
+    stored = json.loads(json.dumps(result.to_dict()))  # JSON as it is, to store with the job
+    assert stored["time_to_target_s"] == result.final.time_s
+    assert [w["mean_step_time_s"] for w in stored["workers"]] == [
+        w.mean_step_time_s for w in result.workers
+    ]
+    assert stored["profile"][2]["slowdown"] == 4.0
 
 
 def test_progress_adapter_reports_each_evaluation(runs: dict[str, Recorded]) -> None:
