@@ -12,14 +12,16 @@ def plain_http(settings: Any) -> None:
 
 
 @pytest.fixture(autouse=True, scope="session")
-def end_stray_test_database_sessions(django_db_setup: None) -> Iterator[None]:
+def end_stray_test_database_sessions(
+    django_db_setup: None, django_db_blocker: Any
+) -> Iterator[None]:
     # Django's async ORM (acreate, aforce_login) leaves connections open in asgiref's
     # worker thread, out of reach of this one; PostgreSQL will not drop a test database
     # that still has sessions, so end them before pytest-django drops it.
     yield
     connection = connections["default"]
     if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
+        with django_db_blocker.unblock(), connection.cursor() as cursor:
             cursor.execute(
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
                 " WHERE datname = current_database() AND pid <> pg_backend_pid()"
