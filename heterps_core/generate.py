@@ -112,8 +112,8 @@ def _layers(rng: random.Random, n: int, kinds: list[_Kind], batch: int) -> tuple
     kinds_of = ["embedding"] * n_emb + ["dense"] * (n - n_emb)
     if tower:
         mid = rng.randrange(n_emb + 2, n - 1)
-        size = max(1, n_emb // 2)
-        for i in range(mid, min(n - 1, mid + size)):
+        block = max(1, n_emb // 2)
+        for i in range(mid, min(n - 1, mid + block)):
             kinds_of[i] = "embedding"
     # Keep the total work, parameters and memory of a model roughly independent of how finely
     # it is cut into layers (a 256-layer chain is a finer cut, not a 10x bigger model).

@@ -7,11 +7,11 @@ from rest_framework.routers import DefaultRouter
 
 from webapp.background.api import WorkViewSet
 from webapp.catalogue.api import ResourceTypeViewSet
+from webapp.costs.api import CostReportView
+from webapp.jobs.api import JobViewSet
 from webapp.modelzoo.api import RegisteredModelViewSet
 from webapp.planning.api import ClusterViewSet, PlanningRequestViewSet, PlanResultViewSet
 from webapp.profiling.api import ProfileRunViewSet
-from webapp.costs.api import CostReportView
-from webapp.jobs.api import JobViewSet
 from webapp.projects.api import ProjectViewSet
 from webapp.rltraining.api import RLTrainingRunViewSet
 

@@ -19,7 +19,8 @@ class _Usage(HeterPSError):
 @register
 class TrainDataParallelCommand(Command):
     name = "train-dp"
-    help = "Train a zoo model data-parallel on emulated heterogeneous workers under a sync mode."
+    help = ("Train a zoo model data-parallel on heterogeneous workers (emulated clock, or real "
+            "worker processes with --backend process) under a sync mode.")
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
@@ -30,17 +31,22 @@ class TrainDataParallelCommand(Command):
                             help="a sync-mode parameter; repeat for several")
         parser.add_argument("--list-modes", action="store_true",
                             help="print every sync mode with its parameters and exit")
+        parser.add_argument("--backend", default="emulated",
+                            help="emulated (one process, emulated clock; default) or process "
+                                 "(one OS process per worker, wall clock)")
         parser.add_argument("--workers", type=int, default=3)
         parser.add_argument("--slowdowns", default="",
-                            help="comma-separated emulated slowdown per worker, e.g. 1,2,4")
+                            help="comma-separated slowdown per worker, e.g. 1,2,4 (process "
+                                 "backend: a sleep of (slowdown-1) x each step's compute)")
         parser.add_argument("--batch-size", type=int, default=64, help="per worker")
         parser.add_argument("--lr", type=float, default=0.05)
         parser.add_argument("--steps", type=int, default=None,
                             help="stop after this many local steps of all workers")
         parser.add_argument("--duration", type=float, default=None,
-                            help="stop after this many emulated seconds")
+                            help="stop after this many seconds (emulated, or wall-clock "
+                                 "with --backend process)")
         parser.add_argument("--eval-every", type=float, default=None,
-                            help="emulated seconds between held-out evaluations")
+                            help="seconds between held-out evaluations")
         parser.add_argument("--target-loss", type=float, default=None)
         parser.add_argument("--bandwidth-gbps", type=float, default=1.0)
         parser.add_argument("--rebalance", action="store_true",
@@ -74,8 +80,10 @@ def _train(args: argparse.Namespace) -> int:
     config = TrainConfig(
         workers=args.workers, slowdowns=_slowdowns(args.slowdowns), batch_size=args.batch_size,
         lr=args.lr, duration_s=duration, max_steps=steps,
-        eval_every_s=args.eval_every or _eval_every(duration), target_loss=args.target_loss,
+        eval_every_s=args.eval_every or _eval_every(duration, args.backend),
+        target_loss=args.target_loss,
         bandwidth_gbps=args.bandwidth_gbps, rebalance=args.rebalance, seed=args.seed,
+        backend=args.backend,
     )
     sink = open(args.events, "w") if args.events else None  # noqa: SIM115  closed below
 
@@ -132,8 +140,15 @@ def _slowdowns(text: str) -> tuple[float, ...]:
         raise _Usage(f"--slowdowns: expected numbers like 1,2,4, got {text!r}") from None
 
 
-def _eval_every(duration: float) -> float:
-    return 0.05 if math.isinf(duration) else duration / 40
+def _eval_every(duration: float, backend: str) -> float:
+    if math.isinf(duration):
+        # Real workers keep training while the server evaluates: evaluate less often.
+        return 0.5 if backend == "process" else 0.05
+    return duration / 40
+
+
+def _clock(result: Any) -> str:
+    return "trained" if result.config.get("backend") == "process" else "emulated"
 
 
 def _quality(event: Any) -> str:
@@ -147,7 +162,8 @@ def _quality(event: Any) -> str:
 def _summary(result: Any) -> str:
     lines = [
         f"mode {result.mode} {result.mode_params}  stopped: {result.stopped}  "
-        f"emulated {result.time_s:.3f} s  wall {result.wall_s:.1f} s  steps {result.global_steps}",
+        f"{_clock(result)} {result.time_s:.3f} s  wall {result.wall_s:.1f} s  "
+        f"steps {result.global_steps}",
         f"{'worker':>6} {'slowdown':>8} {'profiled s':>10} {'steps':>6} {'commits':>7} "
         f"{'MB sent':>9} {'wait s':>8} {'max stale':>9} {'batch':>6}",
     ]

@@ -8,10 +8,15 @@ from typing import Any
 
 from heterps_core.dataparallel.errors import DataParallelError
 
+# "emulated": one process, discrete-event clock (engine.py). "process": one OS process per
+# worker plus this process as parameter server, on the wall clock (process/).
+BACKENDS = ("emulated", "process")
+
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Settings of one run. Times are emulated seconds (see `engine.py`).
+    """Settings of one run. Times are emulated seconds (see `engine.py`), or wall-clock
+    seconds with `backend="process"` (see `process/`).
 
     `slowdowns[w]` multiplies worker w's measured compute time (emulated heterogeneity);
     empty means all 1.0. The run stops at `duration_s`, after `max_steps` local steps of
@@ -43,6 +48,7 @@ class TrainConfig:
     # workers are equally fast and only the injected slowdowns differ. Off for real hardware.
     profile_pool: bool = True
     seed: int = 0
+    backend: str = "emulated"
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -75,6 +81,9 @@ class TrainConfig:
         _positive("straggler_z", self.straggler_z)
         _at_least_zero("profile_warmup", self.profile_warmup)
         _positive_int("profile_rounds", self.profile_rounds)
+        if self.backend not in BACKENDS:
+            raise DataParallelError("backend", f"unknown backend {self.backend!r}; known: "
+                                    + ", ".join(BACKENDS))
 
     def slowdown(self, worker: int) -> float:
         return self.slowdowns[worker] if self.slowdowns else 1.0

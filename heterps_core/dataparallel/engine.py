@@ -96,6 +96,11 @@ class DataParallelRun:
         threads = torch.get_num_threads()
         torch.set_num_threads(1)  # one core per emulated worker, as on a cluster
         try:
+            if self.config.backend == "process":
+                # Imported here: the process backend imports this module's helpers.
+                from heterps_core.dataparallel.process.server import ProcessEngine
+
+                return ProcessEngine(self).run()
             return _Engine(self).run()
         finally:
             torch.set_num_threads(threads)
@@ -119,14 +124,15 @@ def profile(
     try:
         model = zoo_model.build(model_config, seed=config.seed)
         workers = _make_workers(zoo_model, model_config, model, config)
-        return profile_workers(workers, config, lambda w: _stream(zoo_model, model_config,
+        return profile_workers(workers, config, lambda w: shard_stream(zoo_model, model_config,
                                                                  config, 500 + w))
     finally:
         torch.set_num_threads(threads)
 
 
-def _stream(zoo_model: ZooModel, model_config: ModelConfig, config: TrainConfig,
-            offset: int) -> ShardStream:
+def shard_stream(zoo_model: ZooModel, model_config: ModelConfig, config: TrainConfig,
+                 offset: int) -> ShardStream:
+    """Worker w trains on offset 1 + w and profiles on 500 + w (seeded, so repeatable)."""
     seed = config.seed * 1000 + offset
     return ShardStream(iter(zoo_model.batches(model_config, config.batch_size, seed=seed)))
 
@@ -134,13 +140,13 @@ def _stream(zoo_model: ZooModel, model_config: ModelConfig, config: TrainConfig,
 def _make_workers(zoo_model: ZooModel, model_config: ModelConfig, model: ChainModel,
                   config: TrainConfig) -> list[Worker]:
     return [
-        Worker(w, copy.deepcopy(model), _stream(zoo_model, model_config, config, 1 + w),
+        Worker(w, copy.deepcopy(model), shard_stream(zoo_model, model_config, config, 1 + w),
                config.batch_size, config.lr, config.momentum)
         for w in range(config.workers)
     ]
 
 
-def _held_out(zoo_model: ZooModel, model_config: ModelConfig, config: TrainConfig) -> Batch:
+def held_out(zoo_model: ZooModel, model_config: ModelConfig, config: TrainConfig) -> Batch:
     stream = ShardStream(iter(zoo_model.batches(model_config, config.eval_samples,
                                                 seed=1_000_000 + config.seed)))
     return stream.take(config.eval_samples)
@@ -152,7 +158,7 @@ class _Engine:
         self.spec, self.cfg, self.mode, self.emit = spec, cfg, spec.mode, spec.metrics
         self.server = spec.zoo_model.build(spec.model_config, seed=cfg.seed)
         self.workers = _make_workers(spec.zoo_model, spec.model_config, self.server, cfg)
-        self.held_out = _held_out(spec.zoo_model, spec.model_config, cfg)
+        self.held_out = held_out(spec.zoo_model, spec.model_config, cfg)
         self.theta = get_flat(self.server)
         self.dense_bytes = self.theta.numel() * VALUE_BYTES
         # stale[w, i]: entry i changed on the server since worker w last pulled.
@@ -187,7 +193,7 @@ class _Engine:
         cfg = self.cfg
         profile = self.spec.given_profile or profile_workers(
             self.workers, cfg,
-            lambda w: _stream(self.spec.zoo_model, self.spec.model_config, cfg, 500 + w),
+            lambda w: shard_stream(self.spec.zoo_model, self.spec.model_config, cfg, 500 + w),
         )
         if len(profile) != cfg.workers:
             raise DataParallelError("profile", f"has {len(profile)} workers, the job {cfg.workers}")

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from scipy.stats import rankdata
 
 from heterps_core.zoo.base import Batch, ChainModel
 
@@ -39,6 +38,9 @@ def auc(scores: torch.Tensor, labels: torch.Tensor) -> float | None:
     n_neg = positive.numel() - n_pos
     if n_pos == 0 or n_neg == 0:
         return None
+    # Imported here: worker processes never evaluate, and scipy.stats costs them seconds to load.
+    from scipy.stats import rankdata
+
     ranks = rankdata(scores.detach().double().numpy())
     rank_sum = float(ranks[positive.numpy()].sum())
     return (rank_sum - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)

@@ -237,9 +237,11 @@ class PSClient:
                 idx = torch.empty(0, dtype=torch.int64)
                 values = torch.empty(0, weight.shape[1], dtype=weight.dtype)
             else:
-                grad = grad.coalesce() if grad.is_sparse else grad.to_sparse().coalesce()
-                idx = grad.indices()[0].to("cpu")
-                values = grad.values().to("cpu")
+                # Uncoalesced rows are fine: the server's index_add_ sums duplicates, and
+                # coalescing (a sort) would cost more than sending the repeats.
+                grad = grad if grad.is_sparse else grad.to_sparse()
+                idx = grad._indices()[0].to("cpu")
+                values = grad._values().to("cpu")
             weight.grad = None
             n = len(self.ps)
             for shard in range(n):

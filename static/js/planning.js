@@ -25,12 +25,15 @@
       hovertemplate: p.scheduler + ": %{x:,.0f} samples/s, $%{y:.3f}/h<extra></extra>",
     });
   });
-  const ys = feasible.map((p) => p.cost_per_hour).concat(data.frontier.map((p) => p.cost_per_hour));
-  const top = ys.length ? Math.max.apply(null, ys) * 1.1 : 1;
+  // Open on the plans and the target; the frontier runs on beyond (zoom out to see it all).
+  const right = Math.max(data.target, ...feasible.map((p) => p.throughput)) * 1.6;
+  const near = data.frontier.filter((p) => p.throughput <= right).map((p) => p.cost_per_hour);
+  const ys = feasible.map((p) => p.cost_per_hour).concat(near);
+  const top = ys.length ? Math.max.apply(null, ys) * 1.2 : 1;
   const layout = {
     margin: { l: 70, r: 10, t: 10, b: 60 },
-    xaxis: { title: { text: "throughput (samples/s)" }, rangemode: "tozero", automargin: true },
-    yaxis: { title: { text: "cost ($ per hour, estimate)" }, rangemode: "tozero", automargin: true },
+    xaxis: { title: { text: "throughput (samples/s)" }, range: [0, right], automargin: true },
+    yaxis: { title: { text: "cost ($ per hour, estimate)" }, range: [0, top], automargin: true },
     shapes: [{ type: "line", x0: data.target, x1: data.target, y0: 0, y1: top,
                line: { dash: "dash", color: "#b3261e" } }],
     annotations: [{ x: data.target, y: top, text: "target", showarrow: false, xanchor: "left",

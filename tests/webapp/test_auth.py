@@ -79,12 +79,12 @@ async def test_websocket_refuses_anonymous_and_accepts_a_member(
     path = f"/ws/work/{work.pk}/"
 
     anonymous = WebsocketCommunicator(application, path, headers=[(b"origin", b"http://127.0.0.1")])
-    connected, code = await anonymous.connect()
+    connected, code = await anonymous.connect(timeout=10)
     assert not connected and code == 4404
 
     await client.aforce_login(personas.viewer)
     member = WebsocketCommunicator(application, path, headers=_session_headers(client))
-    connected, _ = await member.connect()
+    connected, _ = await member.connect(timeout=10)
     assert connected
     first = await member.receive_json_from(timeout=5)
     assert first["work"]["id"] == work.pk and first["work"]["status"] == "queued"
@@ -99,5 +99,5 @@ async def test_websocket_refuses_a_foreign_origin(client: Any, personas: Any) ->
     socket = WebsocketCommunicator(
         application, f"/ws/work/{work.pk}/", headers=[cookie, (b"origin", b"https://evil.test")]
     )
-    connected, _ = await socket.connect()
+    connected, _ = await socket.connect(timeout=10)
     assert not connected

@@ -147,3 +147,18 @@ async def test_an_idle_redis_receiver_outlives_the_default_socket_timeout(redis_
     message = await asyncio.wait_for(layer.receive(channel), 20)
     await sender
     assert message == {"type": "late"}
+
+
+@pytest.mark.production
+def test_the_postgres_configuration_connects_through_psycopg_3(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    import psycopg
+
+    db = environment.databases({"DATABASE_URL": postgres_url}, tmp_path)["default"]
+    with psycopg.connect(
+        host=db["HOST"], port=db["PORT"] or 5432, user=db["USER"],
+        password=db["PASSWORD"] or None, dbname=db["NAME"], connect_timeout=5,
+    ) as conn:
+        version = conn.execute("SHOW server_version_num").fetchone()
+    assert version is not None and int(version[0]) >= 130000

@@ -34,6 +34,8 @@ KIND = "plan"
 REFERENCE = "exact"  # the optimum every other scheduler's gap is measured against
 DEFAULT_SCHEDULERS = ("exact", "rl", "greedy")
 MAX_BUDGET_S = 120.0
+# Far beyond any cluster; absurd targets (1e15) make the exact sweep take tens of seconds.
+MAX_TARGET = 1e12
 WHAT_IF_BUDGET_S = 2.0
 PROGRESS_EVERY_S = 0.25
 
@@ -113,8 +115,9 @@ def start_planning(
     if cluster.project_id != model.project_id:
         raise ValidationError({"cluster": "must belong to the model's project"})
     if not (isinstance(throughput_target, int | float) and math.isfinite(throughput_target)
-            and throughput_target > 0):
-        raise ValidationError({"throughput_target": "must be a number greater than 0 samples/s"})
+            and 0 < throughput_target <= MAX_TARGET):
+        raise ValidationError({"throughput_target": f"must be a number of samples/s greater "
+                                                    f"than 0 and at most {MAX_TARGET:g}"})
     if samples is not None and not (math.isfinite(samples) and samples > 0):
         raise ValidationError({"samples": "must be greater than 0 (or empty)"})
     if not 0 < budget_s <= MAX_BUDGET_S:
@@ -359,4 +362,6 @@ def _verdict(chosen: PlanResult, other: PlanResult) -> str:
 
     if other.plan is None:
         return f"failed: {other.error}"
+    if other.plan.get("assignment") == (chosen.plan or {}).get("assignment"):
+        return "found the same plan"
     return verdict(Plan.from_dict(chosen.plan or {}), Plan.from_dict(other.plan))

@@ -31,13 +31,13 @@ async def test_outsiders_are_refused_like_missing_records(client: Any, personas:
     work = await Work.objects.acreate(project=personas.project, kind="evaluate")
     for path_work in (work, Work(pk=work.pk + 1000)):
         socket = await _socket(client, personas.outsider, path_work)
-        assert await socket.connect() == (False, 4404)
+        assert await socket.connect(timeout=10) == (False, 4404)
 
 
 async def test_a_viewer_sees_progress_live(client: Any, personas: Any) -> None:
     work = await Work.objects.acreate(project=personas.project, kind="evaluate")
     socket = await _socket(client, personas.viewer, work)
-    connected, _ = await socket.connect()
+    connected, _ = await socket.connect(timeout=10)
     assert connected
     assert (await socket.receive_json_from(timeout=5))["work"]["status"] == "queued"
     await database_sync_to_async(services.report_progress)(work.pk, Progress(3, 4, "most"))
@@ -51,7 +51,7 @@ async def test_a_removed_member_stops_receiving_at_the_next_event(
 ) -> None:
     work = await Work.objects.acreate(project=personas.project, kind="evaluate")
     socket = await _socket(client, personas.viewer, work)
-    assert (await socket.connect())[0]
+    assert (await socket.connect(timeout=10))[0]
     await socket.receive_json_from(timeout=5)
     await Membership.objects.filter(user=personas.viewer).adelete()
     await database_sync_to_async(services.report_progress)(work.pk, Progress(1, 4, "secret"))

@@ -49,7 +49,7 @@ async def test_work_started_from_the_page_runs_in_the_background_and_streams(
     cookie = f"sessionid={client.cookies['sessionid'].value}".encode()
     socket = WebsocketCommunicator(application, f"/ws/work/{work.pk}/",
                                    headers=[(b"cookie", cookie), (b"origin", b"http://localhost")])
-    assert (await socket.connect())[0]
+    assert (await socket.connect(timeout=10))[0]
     seen = []
     while True:
         state = (await socket.receive_json_from(timeout=20))["work"]

@@ -57,6 +57,8 @@ def test_bad_requests_name_the_field(personas: Any, profiled: Any, cluster: Any)
     start = services.start_planning
     assert "throughput_target" in _errors(
         lambda: start(personas.member, model, cluster, -5, ["exact"]))
+    assert _errors(lambda: start(personas.member, model, cluster, 1e15, ["exact"])) == {
+        "throughput_target": ["must be a number of samples/s greater than 0 and at most 1e+12"]}
     assert "schedulers" in _errors(lambda: start(personas.member, model, cluster, TARGET, []))
     assert _errors(lambda: start(personas.member, model, cluster, TARGET, ["teleport"])
                    )["schedulers"][0].startswith("unknown: teleport")
@@ -157,6 +159,9 @@ def test_explanation_names_the_binding_stage_and_the_losers(personas: Any, profi
     assert data["binding_stage"] == slowest
     assert data["binding"].startswith(f"stage {slowest + 1} ")
     assert [s["scheduler"] for s in data["schedulers"]] == ["homogeneous"]
+    homogeneous = request.results.get(scheduler="homogeneous")
+    same = homogeneous.plan["assignment"] == exact.plan["assignment"]
+    assert (data["schedulers"][0]["verdict"] == "found the same plan") == same
     assert data["alternatives"]
     rows = services.stage_rows(exact)
     prices = {r["name"]: r["price_per_hour"] for r in request.instance["resources"]}
