@@ -7,6 +7,13 @@ trains for the same emulated duration; the target loss is set afterwards from th
 
     .venv/bin/python bench/sync.py                 # the documented run, writes the doc
     .venv/bin/python bench/sync.py --quick --out -  # a smoke run, prints the table
+
+With `--backend process` every worker is a real OS process and time is the wall clock (see
+docs/sync-modes.md, "Backends"); its tables go into their own section of the doc, between
+PROCESS_START and PROCESS_END, and a later emulated run keeps that section.
+
+    .venv/bin/python bench/sync.py --backend process --models ctr_dnn --seeds 1 \
+        --slowdowns 1,2,4 --duration 20
 """
 
 from __future__ import annotations
@@ -31,6 +38,8 @@ from heterps_core.dataparallel import TrainConfig, TrainResult, modes, profile, 
 
 DRAWN_FRACTION = 0.8  # a target is 80% of the way from the initial loss to a reachable loss
 CLAIM_MODES = ("adsp", "ashl")  # the pair the paper's claim compares
+PROCESS_START = "<!-- bench/sync.py --backend process: start -->"
+PROCESS_END = "<!-- bench/sync.py --backend process: end -->"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -44,6 +53,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--vocab", type=int, default=1000, help="rows per embedding table")
     parser.add_argument("--lr", type=float, default=0.05)
     parser.add_argument("--bandwidth-gbps", type=float, default=1.0)
+    parser.add_argument("--backend", default="emulated", choices=("emulated", "process"),
+                        help="emulated clock in one process, or real worker processes")
     parser.add_argument("--quick", action="store_true", help="1 seed, 2 s: a smoke run")
     parser.add_argument("--out", default=str(ROOT / "docs" / "benchmarks" / "sync.md"),
                         help="markdown file, or - for stdout")
@@ -60,6 +71,12 @@ def model_config(name: str, vocab: int) -> Any:
     return model, dataclasses.replace(small, vocab_sizes=(vocab,) * len(small.vocab_sizes))
 
 
+def evals_per_run(args: argparse.Namespace) -> int:
+    # With real workers the server evaluates in its message loop: fewer evaluations keep it
+    # from delaying pushes and pulls (the emulated clock does not advance while it evaluates).
+    return 60 if args.backend == "emulated" else 20
+
+
 def run_all(args: argparse.Namespace) -> dict[str, Any]:
     slowdowns = tuple(float(s) for s in args.slowdowns.split(","))
     runs: dict[str, Any] = {}
@@ -67,8 +84,9 @@ def run_all(args: argparse.Namespace) -> dict[str, Any]:
         model, config = model_config(name, args.vocab)
         base = TrainConfig(
             workers=len(slowdowns), slowdowns=slowdowns, batch_size=args.batch_size, lr=args.lr,
-            duration_s=args.duration, eval_every_s=args.duration / 60, eval_samples=4096,
-            bandwidth_gbps=args.bandwidth_gbps,
+            duration_s=args.duration, eval_every_s=args.duration / evals_per_run(args),
+            eval_samples=4096,
+            bandwidth_gbps=args.bandwidth_gbps, backend=args.backend,
         )
         shared = profile(model, config, base)
         params = sum(p.numel() for p in model.build(config).parameters())
@@ -131,23 +149,32 @@ def fmt(value: float | None, spec: str, missing: str = "not reached") -> str:
 
 
 def render(args: argparse.Namespace, runs: dict[str, Any], wall_s: float, argv: list[str]) -> str:
+    emulated = args.backend == "emulated"
+    h = "##" if emulated else "###"  # the process tables are one section of the emulated doc
+    clock = "emulated" if emulated else "wall-clock"
     lines = [
-        "# Sync modes on emulated heterogeneous workers",
+        "# Sync modes on emulated heterogeneous workers" if emulated else
+        "## Process backend: real worker processes, wall-clock time",
         "",
         "Written by `bench/sync.py`; numbers are measured, medians over seeds. See "
-        "docs/sync-modes.md for the modes and for what emulated time means.",
+        "docs/sync-modes.md for the modes and for what emulated time means." if emulated else
+        "Written by `bench/sync.py --backend process`: one OS process per worker, this process "
+        "as parameter server, times are this machine's wall clock from the moment all workers "
+        "have joined; slowdowns are injected as sleeps of (slowdown - 1) x each step's measured "
+        "compute. Start-up (spawning the workers) is not counted in the times.",
         "",
-        "## Conditions",
+        f"{h} Conditions",
         "",
         f"- command: `.venv/bin/python bench/sync.py {' '.join(argv)}`".rstrip() + "",
         f"- run on {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, "
         f"{platform.machine()} with {os.cpu_count()} cores shared with other work "
         f"(load average at the end {os.getloadavg()[0]:.1f}); "
         f"total wall time {wall_s / 60:.1f} min",
-        f"- {len(args.slowdowns.split(','))} workers, emulated slowdowns {args.slowdowns}; "
+        f"- {len(args.slowdowns.split(','))} workers, {'emulated' if emulated else 'injected'} "
+        f"slowdowns {args.slowdowns}; "
         f"batch {args.batch_size} per worker; SGD lr {args.lr}; link {args.bandwidth_gbps} Gbit/s",
-        f"- every run: {args.duration} emulated seconds, held-out set of 4096 samples evaluated "
-        f"every {args.duration / 60:.3f} s; seeds 0..{args.seeds - 1}",
+        f"- every run: {args.duration} {clock} seconds, held-out set of 4096 samples evaluated "
+        f"every {args.duration / evals_per_run(args):.3f} s; seeds 0..{args.seeds - 1}",
         f"- models: the zoo's `small` configs with {args.vocab} rows per embedding table "
         "(the architecture of the paper's CTR-DNN, tables cut so the run fits the machine)",
         "- every mode with its default parameters (`heterps train-dp --list-modes`)",
@@ -170,7 +197,7 @@ def render(args: argparse.Namespace, runs: dict[str, Any], wall_s: float, argv: 
         rows = {mode: mode_row(rs, common, target) for mode, rs in results.items()}
         prof = run["profile"]
         lines += [
-            f"## {name} ({run['params']:,} parameters)",
+            f"{h} {name} ({run['params']:,} parameters)",
             "",
             f"Profile (shared by all runs): one step at batch {prof[0].batch_size} takes "
             f"{prof[0].compute_s * 1000:.1f} ms on a 1x worker (measured, trimmed mean; "
@@ -226,12 +253,24 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.raw).write_text(json.dumps(raw, default=str))
     if args.out == "-":
         print(text)
+    elif args.backend == "process":
+        Path(args.out).write_text(with_process_section(Path(args.out), text))
     else:
         existing = Path(args.out).read_text() if Path(args.out).exists() else ""
         marker = "\n## Discussion"
         tail = existing[existing.index(marker):] if marker in existing else ""
         Path(args.out).write_text(text + tail)
     return 0
+
+
+def with_process_section(path: Path, text: str) -> str:
+    """The doc with its process-backend section replaced by `text` (appended if missing)."""
+    existing = path.read_text() if path.exists() else ""
+    block = f"{PROCESS_START}\n{text}\n{PROCESS_END}\n"
+    if PROCESS_START in existing and PROCESS_END in existing:
+        head, rest = existing.split(PROCESS_START, 1)
+        return head + block + rest.split(PROCESS_END, 1)[1].lstrip("\n")
+    return existing.rstrip("\n") + "\n\n" + block
 
 
 if __name__ == "__main__":

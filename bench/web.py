@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 PAGE_BAR_MS = 150.0
+DAPHNE_LOG = Path(os.environ.get("TMPDIR", "/tmp")) / "heterps-bench-daphne.log"
 ONE_VIEWER_BAR_S = 0.5
 MANY_VIEWERS_BAR_S = 1.0
 
@@ -192,7 +193,7 @@ def serve(port: int) -> subprocess.Popen[bytes]:
     process = subprocess.Popen(
         [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
          "webapp.asgi:application"],
-        cwd=ROOT, env=os.environ.copy(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        cwd=ROOT, env=os.environ.copy(), stdout=subprocess.DEVNULL, stderr=DAPHNE_LOG.open("w"))
     import socket
 
     deadline = time.monotonic() + 30
@@ -203,7 +204,7 @@ def serve(port: int) -> subprocess.Popen[bytes]:
         except OSError:
             time.sleep(0.2)
     process.kill()
-    raise RuntimeError(f"daphne did not start: {process.stderr.read().decode()[-2000:]}")
+    raise RuntimeError(f"daphne did not start: {DAPHNE_LOG.read_text()[-2000:]}")
 
 
 async def watch(url: str, cookie: str, port: int, ready: asyncio.Event, viewers: int,
@@ -267,6 +268,51 @@ def run_job_for_viewers(data: dict[str, Any], port: int, viewers: int,
     return [d for per_viewer in result for d in per_viewer]
 
 
+def replay_for_viewers(data: dict[str, Any], port: int, viewers: int,
+                       samples: int) -> list[float]:
+    """The same path without the runtime's processes: a thread hands synthetic samples to
+    the job-run kind's sample handler every 0.5 s (store, commit, publish), as the
+    launcher would. Separates the web layer's fan-out from the CPU the runtime takes."""
+    from heterps_core.runtime import MetricsSample, StageMetrics
+    from webapp.background.models import Status, Work
+    from webapp.jobs import run_kind, services
+
+    user = data["user"]
+    job = services.approve(user, data["source"], services.RunOptions(steps=samples * 8),
+                           start=False)
+    job = services.start_run(user, job)
+    Work.objects.filter(pk=job.work_id).update(status=Status.RUNNING)
+    ids = run_kind._Ids(job=job.pk, project=job.project_id, work=job.work_id)
+    url = f"ws://127.0.0.1:{port}/ws/jobs/work/{job.work_id}/"
+    cookie = session_cookie(user)
+    result: list[list[float]] = []
+
+    def produce() -> None:
+        stop = threading.Event()
+        for i in range(1, samples + 2):
+            sample = MetricsSample(
+                step=8 * i, total_steps=8 * (samples + 1), elapsed_s=0.5 * i,
+                samples_per_s=1000.0, loss=0.6, cost=0.0001 * i, cost_per_hour=2.0,
+                stages=(StageMetrics(1, "cpu", 1, 0.3, 0.2), StageMetrics(2, "cpu-b", 1, 0.1, 0.4)))
+            run_kind._on_sample(ids, 1, 0.0, sample,
+                                lambda p: work_services.report_progress(ids.work, p), stop)
+            time.sleep(0.5)
+
+    from webapp.background import services as work_services
+
+    async def main() -> None:
+        ready = asyncio.Event()
+        task = asyncio.create_task(watch(url, cookie, port, ready, viewers, samples))
+        await asyncio.wait_for(ready.wait(), 60)
+        producer = threading.Thread(target=produce, daemon=True)
+        producer.start()
+        result.extend(await task)
+        await asyncio.get_running_loop().run_in_executor(None, producer.join, 60)
+
+    asyncio.run(main())
+    return [d for per_viewer in result for d in per_viewer]
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[max(0, round(q * len(ordered)) - 1)]
@@ -274,7 +320,7 @@ def percentile(values: list[float], q: float) -> float:
 
 def write(out: Path, pages: list[dict[str, Any]], ws: dict[int, list[float]],
           seeded: dict[str, Any],
-          args: argparse.Namespace, command: str) -> None:
+          args: argparse.Namespace, command: str, replay: dict[int, list[float]]) -> None:
     lines = [
         "# Web benchmark",
         "",
@@ -298,7 +344,8 @@ def write(out: Path, pages: list[dict[str, Any]], ws: dict[int, list[float]],
         "|---|---|---|---|---|---|",
     ]
     for r in pages:
-        ok = "yes" if r["p95"] < PAGE_BAR_MS and r["status"] == 200 else f"**no** ({r['status']})"
+        served = r["status"] in (200, 302)  # the planning index redirects to the one project
+        ok = "yes" if r["p95"] < PAGE_BAR_MS and served else f"**no** ({r['status']})"
         lines.append(f"| {r['label']} | `{r['url']}` | {r['p50']:.1f} | {r['p95']:.1f} | "
                      f"{r['queries']} | {ok} |")
     lines += [
@@ -321,6 +368,18 @@ def write(out: Path, pages: list[dict[str, Any]], ws: dict[int, list[float]],
         lines.append(f"| {viewers} | {len(delays)} | {statistics.median(delays):.3f} | "
                      f"{p95:.3f} | {max(delays):.3f} | < {bar:g} s (p95) | "
                      f"{'yes' if p95 < bar else '**no**'} |")
+    lines += [
+        "",
+        "The same fan-out without the runtime's processes competing for the two cores: a "
+        "thread hands synthetic samples every 0.5 s to the job-run kind's own sample handler "
+        "(store + commit + publish), as the launcher does:",
+        "",
+        "| viewers | samples received | median (s) | p95 (s) | max (s) |",
+        "|---|---|---|---|---|",
+    ]
+    for viewers, delays in replay.items():
+        lines.append(f"| {viewers} | {len(delays)} | {statistics.median(delays):.3f} | "
+                     f"{percentile(delays, 0.95):.3f} | {max(delays):.3f} |")
     lines.append("")
     out.write_text("\n".join(lines))
 
@@ -350,7 +409,12 @@ def main() -> int:
             ws[viewers] = delays
             print(f"  {viewers} viewers: p95 {percentile(delays, 0.95):.3f} s over "
                   f"{len(delays)} samples", flush=True)
-        write(Path(args.out), pages, ws, seeded, args, command.strip())
+        replay: dict[int, list[float]] = {}
+        for viewers in (1, args.viewers):
+            replay[viewers] = replay_for_viewers(seeded, args.port, viewers, args.samples)
+            print(f"  replay, {viewers} viewers: p95 {percentile(replay[viewers], 0.95):.3f} s",
+                  flush=True)
+        write(Path(args.out), pages, ws, seeded, args, command.strip(), replay)
         print(f"wrote {args.out}")
     finally:
         if daphne is not None:

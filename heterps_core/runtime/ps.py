@@ -226,8 +226,8 @@ class PSClient:
             self.outbox.flush()
         self._fresh[i][idx] = True
 
-    def push(self) -> None:
-        """Send every table's sparse gradient of this mini-batch (empty ones too: they count)."""
+    def push(self, round_: int) -> None:
+        """Send every table's sparse gradient of round `round_` (empty ones too: they count)."""
         with self.clock.idle():
             self.outbox.flush()  # the previous push must have left before its buffers go
         for ref in self.refs:
@@ -247,7 +247,7 @@ class PSClient:
             for shard in range(n):
                 mask = idx % n == shard
                 self.outbox.send(
-                    _header(OP_PUSH, ref.table, self.round, int(mask.sum())),
+                    _header(OP_PUSH, ref.table, round_, int(mask.sum())),
                     self.ps[shard],
                     TAG_PS_REQUEST,
                 )

@@ -43,6 +43,7 @@ class _InFlight:
     """A mini-batch whose forward passes are done and whose backward passes are not."""
 
     m: int
+    round: int
     prev: int
     nxt: int
     received: list[torch.Tensor]
@@ -93,7 +94,7 @@ class StageWorker:
         spec, k = self.spec, self.replicas
         data = self._data() if self.me.stage == 0 else None
         last = self.me.stage == self.n_stages - 1
-        # Mini-batches this replica may forward before the oldest one's backward (sync mode).
+        # Mini-batches this replica may forward before the oldest one's backward (sync mode's call).
         depth = 0 if last else self.mode.run_ahead(has_dense=bool(self.dense))
         in_flight: deque[_InFlight] = deque()
         self.clock.reset()
@@ -113,9 +114,6 @@ class StageWorker:
             self.client.marker(OP_DONE, spec.train.steps)
             self.client.close()
         self.reporter.flush()
-
-    def mini_batch(self, m: int, round_: int, batch: Batch | None) -> None:
-        self.backward_part(self.forward_part(m, round_, batch))
 
     def _data(self) -> Iterator[Batch]:
         """This replica's mini-batches (m mod k == replica) from the seeded stream."""
@@ -172,7 +170,7 @@ class StageWorker:
                 send_tensor(self.outbox, y, nxt, TAG_FORWARD, self._link(nxt))
                 received.append(x)
                 sent.append(y)
-        return _InFlight(m, prev, nxt, received, sent, loss_sum if last else None)
+        return _InFlight(m, round_, prev, nxt, received, sent, loss_sum if last else None)
 
     def backward_part(self, f: _InFlight) -> None:
         """The backward passes as gradients come back, then the parameter updates."""
@@ -185,7 +183,7 @@ class StageWorker:
         with self.clock.idle():
             self.outbox.flush()
         if self.client is not None:
-            self.client.push()
+            self.client.push(f.round)
         with self.clock.idle():
             self.mode.sync_dense(self.dense, self.group, self.replicas)
         if self.optimizer is not None:

@@ -52,3 +52,18 @@ def test_staff_see_only_their_projects_in_the_admin(
     change = client.get(f"/admin/projects/project/{personas.project.pk}/change/")
     # A viewer may look but not change: the form is read-only (no save button).
     assert change.status_code == 200 and b'name="_save"' not in change.content
+
+
+def test_only_owners_may_delete_a_project_in_the_admin(client: Any, personas: Any) -> None:
+    from django.contrib.auth.models import Permission
+
+    perms = Permission.objects.filter(codename__in=["view_project", "delete_project"])
+    for user in (personas.member, personas.owner):
+        user.is_staff = True
+        user.save()
+        user.user_permissions.add(*perms)
+    url = f"/admin/projects/project/{personas.project.pk}/delete/"
+    client.force_login(personas.member)
+    assert client.get(url).status_code == 403
+    client.force_login(personas.owner)
+    assert client.get(url).status_code == 200

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from django.core.exceptions import ValidationError
+from django.db import transaction
 
 from heterps_core.errors import HeterPSError
 from heterps_core.progress import Progress, ProgressCallback
@@ -47,10 +49,11 @@ class JobRunKind(WorkKind):
         # after a worker died must not count its own partial cost twice).
         base_cost = _cost_before(job, run)
         stop = threading.Event()
+        ids = _Ids(job=job.pk, project=job.project_id, work=_work_id(job, run))
         fields = {name: getattr(job, name) for name in FIELDS}
         launcher = Launcher(
             runconfig.run_config(fields, runconfig.log_dir(job.pk, run)),
-            sink=lambda sample: _on_sample(job.pk, run, base_cost, sample, progress, stop),
+            sink=lambda sample: _on_sample(ids, run, base_cost, sample, progress, stop),
             cancel=stop,
         )
         services.log(job.pk, f"run {run}: starting {len(launcher.spec.ranks)} processes")
@@ -71,22 +74,42 @@ class JobRunKind(WorkKind):
         return summary
 
 
+@dataclass(frozen=True)
+class _Ids:
+    job: int
+    project: int
+    work: int
+
+
 def _on_sample(
-    job_id: int, run: int, base_cost: float, sample: MetricsSample,
+    ids: _Ids, run: int, base_cost: float, sample: MetricsSample,
     progress: ProgressCallback, stop: threading.Event,
 ) -> None:
     data = sample.to_dict()
     # Wall-clock time the runtime handed the sample over: lets clients (and bench/web.py)
     # measure how long it took to reach them.
     data["produced_at"] = time.time()
-    services.record_sample(job_id, run, data, base_cost)
     loss = "-" if sample.loss is None else f"{sample.loss:.4f}"
     message = (f"step {sample.step}/{sample.total_steps}, {sample.samples_per_s:.1f} samples/s, "
                f"loss {loss}")
-    try:
-        progress(Progress(sample.step, sample.total_steps, message, data))
-    except WorkCancelled:
-        stop.set()  # the launcher polls it and stops every process
+    report = Progress(sample.step, sample.total_steps, message, data)
+    # One transaction (one commit) for the metric row, the job's totals and the work
+    # record; the sample goes out to the job's viewers once it is committed.
+    with transaction.atomic():
+        services.record_sample(ids.job, run, data, base_cost)
+        transaction.on_commit(lambda: services.publish_sample(ids.project, ids.work, report))
+        try:
+            progress(report)
+        except WorkCancelled:
+            stop.set()  # the launcher polls it and stops every process
+
+
+def _work_id(job: Job, run: int) -> int:
+    from webapp.background.models import Work
+
+    work = Work.objects.filter(kind=services.RUN_KIND, params__job=job.pk,
+                               params__run=run).order_by("-pk").first()
+    return work.pk if work else (job.work_id or 0)
 
 
 def _cost_before(job: Job, run: int) -> float:

@@ -8,9 +8,12 @@ summary, accrued cost).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -19,12 +22,14 @@ from django.utils import timezone
 
 from heterps_core.errors import InstanceError
 from heterps_core.plan import Plan
+from heterps_core.progress import Progress
 from webapp.background import services as work_services
 from webapp.jobs import runconfig
 from webapp.jobs.models import Job, JobMetric
-from webapp.projects.models import Project
+from webapp.projects.models import Membership, Project
 from webapp.projects.permissions import Action, AnyUser, check
 
+logger = logging.getLogger(__name__)
 RUN_KIND = "job-run"
 MAX_STEPS = 1_000_000
 LOG_LIMIT = 200_000  # characters kept; the oldest lines go first
@@ -169,6 +174,30 @@ def record_sample(job_id: int, run: int, sample: dict[str, Any], base_cost: floa
         if sample["loss"] is not None:
             updates["last_loss"] = sample["loss"]
         Job.objects.filter(pk=job_id).update(**updates)
+
+
+def sample_group(work_id: int) -> str:
+    return f"job-samples-{work_id}"
+
+
+def publish_sample(project_id: int, work_id: int, progress: Progress) -> None:
+    """Send a runtime sample to the job's viewers; call after the commit that stored it.
+    The event carries who may see it (every role may view), so each viewer's consumer
+    re-checks without a query of its own."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    viewers = list(Membership.objects.filter(project_id=project_id)
+                   .values_list("user_id", flat=True))
+    work = {"id": work_id, "project": project_id, "status": "running",
+            "progress": progress.fraction, "message": progress.message,
+            "metrics": progress.metrics, "error": "", "finished": False}
+    try:
+        async_to_sync(layer.group_send)(
+            sample_group(work_id), {"type": "job.sample", "viewers": viewers, "work": work}
+        )
+    except Exception:  # live metrics are advisory; the rows in the database are the truth
+        logger.warning("could not publish a sample of work %s", work_id, exc_info=True)
 
 
 def finish_run(job_id: int, summary: dict[str, Any], line: str) -> None:

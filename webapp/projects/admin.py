@@ -17,6 +17,8 @@ class ProjectScopedAdmin(admin.ModelAdmin):
     superuser sees everything (they run the installation)."""
 
     project_field = "project"
+    change_action = Action.EDIT
+    delete_action = Action.EDIT
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         queryset = super().get_queryset(request)
@@ -34,11 +36,11 @@ class ProjectScopedAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         allowed = super().has_change_permission(request, obj)
-        return allowed and self._allowed(request, obj, Action.EDIT)
+        return allowed and self._allowed(request, obj, self.change_action)
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         allowed = super().has_delete_permission(request, obj)
-        return allowed and self._allowed(request, obj, Action.EDIT)
+        return allowed and self._allowed(request, obj, self.delete_action)
 
     def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
         if db_field.name == "project" and not request.user.is_superuser:
@@ -57,6 +59,7 @@ class ProjectAdmin(ProjectScopedAdmin):
     list_display = ["name", "created_at"]
     search_fields = ["name"]
     inlines = [MembershipInline]
+    change_action = delete_action = Action.MANAGE
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         if request.user.is_superuser:
@@ -66,17 +69,10 @@ class ProjectAdmin(ProjectScopedAdmin):
     def _project_id(self, obj: Any) -> int:
         return int(obj.pk)
 
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        allowed = admin.ModelAdmin.has_change_permission(self, request, obj)
-        return allowed and self._allowed(request, obj, Action.MANAGE)
-
 
 @admin.register(Membership)
 class MembershipAdmin(ProjectScopedAdmin):
     list_display = ["project", "user", "role"]
     list_filter = ["role"]
     autocomplete_fields = ["user", "project"]
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        allowed = admin.ModelAdmin.has_change_permission(self, request, obj)
-        return allowed and self._allowed(request, obj, Action.MANAGE)
+    change_action = delete_action = Action.MANAGE

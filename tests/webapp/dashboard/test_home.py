@@ -22,7 +22,7 @@ def test_running_jobs_and_this_months_cost(login: Any, personas: Any, source: An
     services.cancel(personas.member, stopped)
     page = login(personas.viewer).get("/").content.decode()
     running_section = page.split('id="running-jobs"')[1].split("</section>")[0]
-    assert f"/ws/work/{running.work_id}/" in running_section and "321.5" in running_section
+    assert f"/ws/jobs/work/{running.work_id}/" in running_section and "321.5" in running_section
     assert f"#{stopped.pk} " not in running_section
     month = page.split('id="month-cost"')[1].split("</section>")[0]
     assert "$0.1250" in month and "Accrued (measured, $ total)" in month

@@ -28,7 +28,7 @@ def _in_a_worker_thread(func: Any) -> Any:
 async def _socket(client: Any, user: Any, job: Job) -> WebsocketCommunicator:
     await client.aforce_login(user)
     cookie = f"sessionid={client.cookies['sessionid'].value}".encode()
-    return WebsocketCommunicator(application, f"/ws/work/{job.work_id}/",
+    return WebsocketCommunicator(application, f"/ws/jobs/work/{job.work_id}/",
                                  headers=[(b"cookie", cookie), (b"origin", b"http://localhost")])
 
 
@@ -79,3 +79,29 @@ async def test_cancelling_from_the_page_stops_the_runtime(
     assert events[-1]["status"] == "cancelled"
     job = await Job.objects.aget(pk=job.pk)
     assert job.last_step < 4000 and "run cancelled at step" in job.log
+
+
+@pytest.mark.parametrize("removed", [False, True])
+async def test_a_sample_reaches_members_only(client: Any, personas: Any, source: Any,
+                                             removed: bool) -> None:
+    from heterps_core.progress import Progress
+    from webapp.projects.models import Membership
+
+    job = await database_sync_to_async(services.approve)(personas.member, source,
+                                                         RunOptions(steps=8))
+    socket = await _socket(client, personas.viewer, job)
+    assert (await socket.connect())[0]
+    await socket.receive_json_from(timeout=5)
+    if removed:
+        await Membership.objects.filter(user=personas.viewer).adelete()
+    sample = Progress(2, 8, "step 2/8", {"step": 2, "total_steps": 8, "samples_per_s": 9.5})
+    await database_sync_to_async(services.publish_sample)(personas.project.pk, job.work_id,
+                                                          sample)
+    if removed:
+        assert await socket.receive_output(timeout=5) == {"type": "websocket.close",
+                                                          "code": 4404}
+    else:
+        work = (await socket.receive_json_from(timeout=5))["work"]
+        assert (work["metrics"]["step"], work["status"], work["progress"]) == (2, "running",
+                                                                               0.25)
+        await socket.disconnect()

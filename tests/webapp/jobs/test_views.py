@@ -29,7 +29,7 @@ def test_every_role_sees_the_job_page_with_measured_and_predicted(
 ) -> None:
     for user in (personas.owner, personas.member, personas.viewer):
         page = login(user).get(f"/jobs/{job.pk}/").content.decode()
-        assert f"/ws/work/{job.work_id}/" in page
+        assert f"/ws/jobs/work/{job.work_id}/" in page
         assert "210.0</span> samples/s" in page  # measured
         assert f"{job.predicted_throughput:.1f} samples/s" in page  # the plan's estimate
         assert "per hour" in page and "Cost accrued (total" in page
