@@ -1,7 +1,7 @@
-"""Imports every subcommand module so that each registers itself (one line per module)."""
+"""Imports every subcommand module so that each registers itself.
 
-from heterps_core.cli import planning  # noqa: F401  plan, evaluate, pareto
-from heterps_core.cli import train_dp  # noqa: F401  train-dp
-from heterps_core.cli import run  # noqa: F401  run
-from heterps_core.cli import profile  # noqa: F401  profile, catalogue
-from heterps_core.cli import rl  # noqa: F401  train-policy
+planning: plan, evaluate, pareto, what-if · profile: profile, catalogue · rl: train-policy ·
+run: run · train_dp: train-dp. Adding a command module is one name in this import.
+"""
+
+from heterps_core.cli import planning, profile, rl, run, train_dp  # noqa: F401
