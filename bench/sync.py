@@ -172,7 +172,10 @@ def render(args: argparse.Namespace, runs: dict[str, Any], wall_s: float, argv: 
         f"total wall time {wall_s / 60:.1f} min",
         f"- {len(args.slowdowns.split(','))} workers, {'emulated' if emulated else 'injected'} "
         f"slowdowns {args.slowdowns}; "
-        f"batch {args.batch_size} per worker; SGD lr {args.lr}; link {args.bandwidth_gbps} Gbit/s",
+        f"batch {args.batch_size} per worker; SGD lr {args.lr}; "
+        + (f"link {args.bandwidth_gbps} Gbit/s" if emulated else
+           "links: loopback sockets between processes, all-reduce over gloo (the configured "
+           "link is not used); the workers and the server share this machine's 2 cores"),
         f"- every run: {args.duration} {clock} seconds, held-out set of 4096 samples evaluated "
         f"every {args.duration / evals_per_run(args):.3f} s; seeds 0..{args.seeds - 1}",
         f"- models: the zoo's `small` configs with {args.vocab} rows per embedding table "
@@ -199,7 +202,10 @@ def render(args: argparse.Namespace, runs: dict[str, Any], wall_s: float, argv: 
         lines += [
             f"{h} {name} ({run['params']:,} parameters)",
             "",
-            f"Profile (shared by all runs): one step at batch {prof[0].batch_size} takes "
+            ("Profile (shared by all runs)" if emulated else
+             "Profile (measured once in this process, shared by all runs as the workers' "
+             "starting step-time estimates; after that the workers' measured steps count)")
+            + f": one step at batch {prof[0].batch_size} takes "
             f"{prof[0].compute_s * 1000:.1f} ms on a 1x worker (measured, trimmed mean; "
             f"per-worker measurements {', '.join(f'{p.measured_s * 1000:.1f}' for p in prof)} ms "
             f"pooled by median); a dense push or pull {prof[0].comm_s * 1000:.1f} ms. "

@@ -214,12 +214,17 @@ async def watch(url: str, cookie: str, port: int, ready: asyncio.Event, viewers:
 
     headers = {"Cookie": cookie, "Origin": f"http://127.0.0.1:{port}"}
     connected = 0
+    # Ten handshakes at a time: a burst of 100 at once exhausts channels-redis' connection
+    # pool on this server (MaxConnectionsError -> HTTP 500), see docs/benchmarks/web.md.
+    handshakes = asyncio.Semaphore(10)
 
     async def viewer() -> list[float]:
         nonlocal connected
         delays: list[float] = []
-        async with websockets.connect(url, additional_headers=headers, max_size=None) as ws:
+        async with handshakes:
+            ws = await websockets.connect(url, additional_headers=headers, max_size=None)
             await ws.recv()  # the current state
+        async with ws:
             connected += 1
             if connected == viewers:
                 ready.set()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import socket
 import sys
 from typing import TextIO
 
@@ -88,7 +89,10 @@ class RunCommand(Command):
         launcher = Launcher(config, sink=line)
         launcher.start()
         if any(t.startswith("remote") for t in (r.target for r in launcher.spec.ranks)):
-            print(f"waiting for worker agents: --coordinator {launcher.address}", file=sys.stderr)
+            port = launcher.address.rpartition(":")[2]
+            # Agents on other machines need a name they can resolve, not the loopback address.
+            host = socket.gethostname() if args.host in ("0.0.0.0", "") else args.host
+            print(f"waiting for worker agents: --coordinator {host}:{port}", file=sys.stderr)
         result = launcher.wait()
         line.close()
         tail = result.losses[-10:]

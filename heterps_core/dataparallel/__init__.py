@@ -2,6 +2,7 @@
 
 `train(zoo_model, model_config, modes.create(name, params), TrainConfig(...), metrics=...)`
 profiles the workers, trains, streams events to `metrics` and returns a `TrainResult`.
+`TrainConfig(backend="process")` runs the workers as real OS processes (see `process/`).
 See docs/sync-modes.md.
 """
 

@@ -39,7 +39,7 @@ def profile_workers(
     workers: list[Worker], config: TrainConfig, stream_for: Callable[[int], ShardStream]
 ) -> tuple[WorkerProfile, ...]:
     """Measure every worker; `stream_for(w)` gives a profiling-only stream for worker w."""
-    measured = tuple(_profile_one(w, config, stream_for(w.index)) for w in workers)
+    measured = tuple(profile_one(w, config, stream_for(w.index)) for w in workers)
     return pooled(measured) if config.profile_pool else measured
 
 
@@ -50,7 +50,8 @@ def pooled(profiles: tuple[WorkerProfile, ...]) -> tuple[WorkerProfile, ...]:
     return tuple(replace(p, compute_s=base * p.slowdown, comm_s=comm) for p in profiles)
 
 
-def _profile_one(worker: Worker, config: TrainConfig, stream: ShardStream) -> WorkerProfile:
+def profile_one(worker: Worker, config: TrainConfig, stream: ShardStream) -> WorkerProfile:
+    """One worker's profile; the process backend's workers each call it for themselves."""
     scratch = Worker(
         worker.index, copy.deepcopy(worker.model), stream, worker.batch_size, config.lr,
         config.momentum,

@@ -16,8 +16,8 @@ class WorkerSummary:
     commits: int = 0
     bytes_sent: int = 0
     bytes_received: int = 0
-    compute_s: float = 0.0  # emulated seconds spent in local steps
-    wait_s: float = 0.0  # emulated seconds blocked at a barrier or a staleness bound
+    compute_s: float = 0.0  # seconds (emulated, or wall with the process backend) in steps
+    wait_s: float = 0.0  # seconds blocked at a barrier or a staleness bound
     max_staleness: int = 0
     batch_size: int = 0
 
@@ -35,7 +35,7 @@ class TrainResult:
     workers: list[WorkerSummary]
     evals: list[EvalEvent] = field(default_factory=list)
     switch: PhaseEvent | None = None
-    time_s: float = 0.0  # emulated seconds the run lasted
+    time_s: float = 0.0  # seconds the run lasted on its clock (emulated, or wall)
     global_steps: int = 0
     stopped: str = ""  # duration, max_steps, target or cancelled
     wall_s: float = 0.0  # this machine's seconds, profiling included

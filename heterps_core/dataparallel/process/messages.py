@@ -72,7 +72,7 @@ class WorkerSpec:
 
 
 @dataclass(frozen=True)
-class RoundPlan:
+class PlanReply:
     """The server's answer to a round request: the mode's plan plus the pull."""
 
     local_steps: int

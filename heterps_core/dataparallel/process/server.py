@@ -44,9 +44,9 @@ from heterps_core.dataparallel.process.messages import (
     Collective,
     Echo,
     Failed,
+    PlanReply,
     Push,
     Ready,
-    RoundPlan,
     RoundRequest,
     Step,
     WorkerSpec,
@@ -291,7 +291,7 @@ class ProcessEngine:
         self.stale[w] = False
         summary.bytes_received += pull.nbytes
         compressor = self.mode.compressor
-        self.conns[w].send(RoundPlan(
+        self.conns[w].send(PlanReply(
             local_steps=plan.local_steps, collective=plan.collective,
             compress=plan.compress and compressor is not None,
             topk_ratio=compressor.ratio if compressor else 1.0,

@@ -30,16 +30,16 @@ from heterps_core.dataparallel.process.messages import (
     Collective,
     Echo,
     Failed,
+    PlanReply,
     Push,
     Ready,
-    RoundPlan,
     RoundRequest,
     Step,
     WorkerSpec,
     pack,
     unpack_into,
 )
-from heterps_core.dataparallel.profiling import _profile_one, trimmed_mean
+from heterps_core.dataparallel.profiling import profile_one, trimmed_mean
 from heterps_core.dataparallel.worker import Worker
 from heterps_core.runtime.store import connect
 
@@ -100,11 +100,11 @@ class _WorkerProcess:
         while True:
             self.conn.send(RoundRequest(self.index))
             plan = self._recv()
-            assert isinstance(plan, RoundPlan)
+            assert isinstance(plan, PlanReply)
             self._round(plan)
 
     def _profile(self) -> WorkerProfile:
-        measured = _profile_one(self.worker, self.cfg, self.profile_stream)
+        measured = profile_one(self.worker, self.cfg, self.profile_stream)
         dense = pack(self.worker.params(), torch.ones(self.server_view.numel(), dtype=torch.bool))
         times = []
         for _ in range(self.cfg.profile_warmup + self.cfg.profile_rounds):
@@ -120,7 +120,7 @@ class _WorkerProcess:
             raise _Stopped
         return message
 
-    def _round(self, plan: RoundPlan) -> None:
+    def _round(self, plan: PlanReply) -> None:
         unpack_into(self.server_view, plan.pull)
         self.worker.load(self.server_view)
         for _ in range(plan.local_steps):
@@ -141,7 +141,7 @@ class _WorkerProcess:
         time.sleep(compute * (self.slowdown - 1.0))
         self.conn.send(Step(self.index, loss, time.perf_counter() - start, batch_size))
 
-    def _push(self, plan: RoundPlan, delta: torch.Tensor) -> None:
+    def _push(self, plan: PlanReply, delta: torch.Tensor) -> None:
         if plan.compress:
             if self.topk is None:
                 self.topk = TopK(plan.topk_ratio, plan.error_feedback)
