@@ -81,6 +81,7 @@ class ProcessEngine:
         self.pulled_version = [0] * cfg.workers
         self.blocked_since: dict[int, float] = {}
         self.arrived: dict[int, float] = {}  # worker -> its wait in the running all-reduce
+        self.in_collective: set[int] = set()  # workers given a collective plan not yet done
         self.collective_mean: torch.Tensor | None = None
         self.detector = StragglerDetector(cfg.workers, cfg.straggler_window, cfg.straggler_z)
         self.flags = tuple(False for _ in range(cfg.workers))
@@ -97,7 +98,8 @@ class ProcessEngine:
         ]
         self.procs: list[subprocess.Popen[bytes]] = []
         self.sentinels: list[int] = []
-        self.conns: list[Connection] = []
+        self.conns: list[Connection] = []  # by worker index, once all have connected
+        self.by_worker: dict[int, Connection] = {}  # as they connect
         self.t0 = 0.0
 
     # -- the run ---------------------------------------------------------------------------
@@ -137,14 +139,13 @@ class ProcessEngine:
                     env=env, preexec_fn=_die_with_parent,
                 ))
             self.sentinels = [os.pidfd_open(proc.pid) for proc in self.procs]
-            conns: dict[int, Connection] = {}
             for _ in range(self.cfg.workers):
                 conn = self._accept(listener)
                 w = conn.recv()
-                conns[w] = conn
+                self.by_worker[w] = conn
                 conn.send(WorkerSpec(w, self.spec.zoo_model.name, self.spec.model_config,
                                      self.cfg, address, profile=self.spec.given_profile is None))
-            self.conns = [conns[w] for w in range(self.cfg.workers)]
+            self.conns = [self.by_worker[w] for w in range(self.cfg.workers)]
 
     def _accept(self, listener: Listener) -> Connection:
         # accept() blocks forever if a worker dies before connecting: wait on it with a timeout.
@@ -247,9 +248,10 @@ class ProcessEngine:
                 self._fail(w, proc)
 
     def _fail(self, w: int, proc: subprocess.Popen[bytes]) -> None:
+        conn = self.by_worker.get(w)
         with contextlib.suppress(EOFError, OSError):
-            while self.conns and self.conns[w].poll():  # its last words, if it said any
-                message = self.conns[w].recv()
+            while conn is not None and conn.poll():  # its last words, if it said any
+                message = conn.recv()
                 if isinstance(message, Failed):
                     self.failures[w] = message.text
         code = proc.returncode
@@ -290,6 +292,8 @@ class ProcessEngine:
         pull = pack(self.theta, self.stale[w])
         self.stale[w] = False
         summary.bytes_received += pull.nbytes
+        if plan.collective:
+            self.in_collective.add(w)
         compressor = self.mode.compressor
         self.conns[w].send(PlanReply(
             local_steps=plan.local_steps, collective=plan.collective,
@@ -356,6 +360,7 @@ class ProcessEngine:
             summary.commits += 1
             self.clocks[v] += 1
         self.arrived.clear()
+        self.in_collective.clear()
         self.collective_mean = None
         self.stale[:] = False
         self.emit(CommitEvent(-1, self._now(), ring_bytes, 0, 0, self.mode.phase(), False))
@@ -385,8 +390,11 @@ class ProcessEngine:
         self.emit(StragglerEvent(t, report.flags, report.z_scores, report.step_times_s))
 
     def _rebalance(self, t: float) -> None:
+        # Never inside an all-reduce round: its shares (batch / total) must add up to 1.
+        if self.in_collective:
+            return
         self.last_rebalance = t
-        if self.arrived or any(not samples for samples in self.per_sample):
+        if any(not samples for samples in self.per_sample):
             return
         speeds = tuple(1.0 / statistics.median(s) for s in self.per_sample)
         sizes = balanced_batches(self.cfg.batch_size * self.cfg.workers, speeds)
@@ -401,7 +409,7 @@ class ProcessEngine:
         return tuple(p.pid for p in self.procs)
 
     def _shutdown(self) -> None:
-        for conn in self.conns:
+        for conn in self.by_worker.values():
             with contextlib.suppress(OSError):
                 conn.send(STOP)
         deadline = time.monotonic() + STOP_GRACE_S
@@ -417,7 +425,7 @@ class ProcessEngine:
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait()
-        for conn in self.conns:
+        for conn in self.by_worker.values():
             conn.close()
         for fd in self.sentinels:
             os.close(fd)

@@ -54,9 +54,12 @@ def main(argv: list[str] | None = None) -> None:
     """`python -m heterps_core.dataparallel.process.worker HOST:PORT INDEX` (the server runs it)."""
     server, index = (argv if argv is not None else sys.argv[1:])[:2]
     host, _, port = server.rpartition(":")
-    conn = Client((host, int(port)), authkey=bytes.fromhex(os.environ["HETERPS_DP_AUTHKEY"]))
-    conn.send(int(index))
-    spec = conn.recv()
+    try:
+        conn = Client((host, int(port)), authkey=bytes.fromhex(os.environ["HETERPS_DP_AUTHKEY"]))
+        conn.send(int(index))
+        spec = conn.recv()
+    except (EOFError, OSError):
+        os._exit(1)  # the server stopped the run before this worker joined; it says why
     torch.set_num_threads(1)  # one core per worker, as on a cluster
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
     code = 0
@@ -138,7 +141,8 @@ class _WorkerProcess:
         loss = self.worker.step(batch_size)
         compute = time.perf_counter() - start
         # The injected heterogeneity: a slower device is emulated by idling, not computing.
-        time.sleep(compute * (self.slowdown - 1.0))
+        # Sleeping cannot make a worker faster, so a slowdown below 1 runs at full speed.
+        time.sleep(max(0.0, compute * (self.slowdown - 1.0)))
         self.conn.send(Step(self.index, loss, time.perf_counter() - start, batch_size))
 
     def _push(self, plan: PlanReply, delta: torch.Tensor) -> None:

@@ -27,7 +27,13 @@ from heterps_core.dataparallel import (
     train,
 )
 from heterps_core.dataparallel.compression import INDEX_BYTES, VALUE_BYTES
-from heterps_core.dataparallel.events import CommitEvent, EvalEvent, PhaseEvent, StepEvent
+from heterps_core.dataparallel.events import (
+    CommitEvent,
+    EvalEvent,
+    PhaseEvent,
+    RebalanceEvent,
+    StepEvent,
+)
 from heterps_core.runtime.errors import RunError
 
 pytestmark = pytest.mark.slow
@@ -155,6 +161,17 @@ def test_ashl_top_k_sends_the_expected_fraction_of_bytes(runs: dict[str, Recorde
     assert max(e.staleness for e in compressed) <= SSP_BOUND
 
 
+def test_dlb_rebalances_real_workers_between_all_reduce_rounds() -> None:
+    run = run_mode("bsp", rebalance=True, rebalance_every_s=0.2)
+    [first, *_] = run.of(RebalanceEvent)
+    assert sum(first.batch_sizes) == 3 * 64
+    assert first.batch_sizes[2] < min(first.batch_sizes[:2])  # the slowed worker gets less
+    assert run.result.workers[2].batch_size < run.result.workers[0].batch_size
+    evals = run.of(EvalEvent)
+    assert run.result.stopped == "max_steps" and evals[-1].loss < evals[0].loss
+    assert not worker_pids()
+
+
 def test_a_killed_worker_stops_the_run_with_a_readable_error() -> None:
     seen: set[int] = set()
 
@@ -171,6 +188,28 @@ def test_a_killed_worker_stops_the_run_with_a_readable_error() -> None:
     assert "worker 1" in message and "killed by signal 9" in message
     assert "the other workers were stopped" in message
     assert len(seen) == 3 and not seen & worker_pids()
+
+
+class _OnlyHere:
+    """CTR-DNN under a name no worker process can look up: the worker fails while starting."""
+
+    name = "ctr_dnn_only_in_this_process"
+
+    def __init__(self) -> None:
+        self._model = zoo.get("ctr_dnn")
+
+    def __getattr__(self, attribute: str) -> object:
+        return getattr(self._model, attribute)
+
+
+def test_a_failing_worker_reports_why() -> None:
+    model = _OnlyHere()
+    with pytest.raises(RunError) as info:
+        train(model, model.config("tiny"), modes.create("asp"), config())  # type: ignore[arg-type]
+    message = str(info.value)
+    assert "exited with code 1 while starting" in message
+    assert "UnknownModelError: unknown model 'ctr_dnn_only_in_this_process'" in message
+    assert "Traceback" not in message and not worker_pids()
 
 
 def test_cancel_stops_every_worker() -> None:

@@ -140,3 +140,22 @@ def test_outsiders_and_viewers_cannot_approve(login: Any, personas: Any, plan_re
 def test_metric_rows_go_with_the_job(personas: Any, job: Job) -> None:
     job.delete()
     assert not JobMetric.objects.exists()
+
+
+def test_the_api_approves_a_plan_result_and_names_bad_fields(
+    login: Any, personas: Any, plan_result: Any
+) -> None:
+    client = login(personas.member)
+    bad = client.post("/api/jobs/", {"plan_result": plan_result.pk, "steps": 8,
+                                     "binding": {"cpu-b": "tpu:0"}},
+                      content_type="application/json")
+    assert bad.status_code == 400 and "binding.cpu-b" in bad.json()
+    made = client.post("/api/jobs/", {"plan_result": plan_result.pk, "steps": 8,
+                                      "sync_mode": "async"}, content_type="application/json")
+    assert made.status_code == 201
+    body = made.json()
+    assert (body["sync_mode"], body["status"], body["plan_result_id"]) == (
+        "async", "queued", plan_result.pk)
+    outsider = login(personas.outsider).post(
+        "/api/jobs/", {"plan_result": plan_result.pk, "steps": 8}, content_type="application/json")
+    assert outsider.status_code == 404
