@@ -7,12 +7,18 @@
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from heterps_core.errors import InstanceError
+from heterps_core.validation import (
+    check_fields,
+    non_empty_string,
+    non_negative_number,
+    positive_int,
+    positive_number,
+)
 
 SCHEMA_VERSION = 1
 SPARSE_LAYER_KINDS = frozenset({"embedding", "sparse"})
@@ -197,19 +203,19 @@ class Instance:
 
     @classmethod
     def from_dict(cls, data: Any) -> Instance:
-        _check_fields(data, "", _INSTANCE_FIELDS)
+        check_fields(data, "", _INSTANCE_FIELDS)
         version = data["version"]
         if version != SCHEMA_VERSION or isinstance(version, bool):
             raise InstanceError("version", f"must be {SCHEMA_VERSION}, got {version!r}")
         name = data.get("name", "")
         if not isinstance(name, str):
             raise InstanceError("name", "must be a string")
-        batch_size = _positive_int(data["batch_size"], "batch_size")
-        target = _positive_number(data["throughput_target"], "throughput_target")
+        batch_size = positive_int(data["batch_size"], "batch_size")
+        target = positive_number(data["throughput_target"], "throughput_target")
         samples = data.get("samples")
         if samples is not None:
-            samples = _positive_number(samples, "samples")
-        input_mb = _non_negative_number(data.get("input_mb", 0.0), "input_mb")
+            samples = positive_number(samples, "samples")
+        input_mb = non_negative_number(data.get("input_mb", 0.0), "input_mb")
         resources = _parse_resources(data["resources"])
         layers = _parse_layers(data["layers"], {r.name for r in resources})
         return cls(
@@ -230,19 +236,19 @@ def _parse_resources(raw: Any) -> tuple[Resource, ...]:
     seen: set[str] = set()
     for i, item in enumerate(raw):
         where = f"resources[{i}]"
-        _check_fields(item, where, _RESOURCE_FIELDS)
-        name = _name(item["name"], f"{where}.name")
+        check_fields(item, where, _RESOURCE_FIELDS)
+        name = non_empty_string(item["name"], f"{where}.name")
         if name in seen:
             raise InstanceError(f"{where}.name", f"duplicate resource name {name!r}")
         seen.add(name)
         resources.append(
             Resource(
                 name=name,
-                kind=_name(item["kind"], f"{where}.kind"),
-                price_per_hour=_positive_number(item["price_per_hour"], f"{where}.price_per_hour"),
-                count=_positive_int(item["count"], f"{where}.count"),
-                memory_gb=_positive_number(item["memory_gb"], f"{where}.memory_gb"),
-                network_gbps=_positive_number(item["network_gbps"], f"{where}.network_gbps"),
+                kind=non_empty_string(item["kind"], f"{where}.kind"),
+                price_per_hour=positive_number(item["price_per_hour"], f"{where}.price_per_hour"),
+                count=positive_int(item["count"], f"{where}.count"),
+                memory_gb=positive_number(item["memory_gb"], f"{where}.memory_gb"),
+                network_gbps=positive_number(item["network_gbps"], f"{where}.network_gbps"),
             )
         )
     return tuple(resources)
@@ -255,8 +261,8 @@ def _parse_layers(raw: Any, resource_names: set[str]) -> tuple[Layer, ...]:
     seen: set[str] = set()
     for i, item in enumerate(raw):
         where = f"layers[{i}]"
-        _check_fields(item, where, _LAYER_FIELDS)
-        name = _name(item["name"], f"{where}.name")
+        check_fields(item, where, _LAYER_FIELDS)
+        name = non_empty_string(item["name"], f"{where}.name")
         if name in seen:
             raise InstanceError(f"{where}.name", f"duplicate layer name {name!r}")
         seen.add(name)
@@ -267,69 +273,22 @@ def _parse_layers(raw: Any, resource_names: set[str]) -> tuple[Layer, ...]:
         for res, seconds in compute.items():
             if res not in resource_names:
                 raise InstanceError(f"{where}.compute_s.{res}", "names no resource")
-            compute_s[res] = _positive_number(seconds, f"{where}.compute_s.{res}")
+            compute_s[res] = positive_number(seconds, f"{where}.compute_s.{res}")
         shardable = item["shardable"]
         if not isinstance(shardable, bool):
             raise InstanceError(f"{where}.shardable", "must be true or false")
         layers.append(
             Layer(
                 name=name,
-                kind=_name(item["kind"], f"{where}.kind"),
+                kind=non_empty_string(item["kind"], f"{where}.kind"),
                 compute_s=compute_s,
-                output_mb=_non_negative_number(item["output_mb"], f"{where}.output_mb"),
-                sync_mb=_non_negative_number(item["sync_mb"], f"{where}.sync_mb"),
-                memory_gb=_non_negative_number(item["memory_gb"], f"{where}.memory_gb"),
+                output_mb=non_negative_number(item["output_mb"], f"{where}.output_mb"),
+                sync_mb=non_negative_number(item["sync_mb"], f"{where}.sync_mb"),
+                memory_gb=non_negative_number(item["memory_gb"], f"{where}.memory_gb"),
                 shardable=shardable,
             )
         )
     return tuple(layers)
-
-
-def _check_fields(item: Any, where: str, spec: dict[str, bool]) -> None:
-    if not isinstance(item, dict):
-        raise InstanceError(where or "instance", "must be a JSON object")
-    prefix = f"{where}." if where else ""
-    for key in item:
-        if key not in spec:
-            raise InstanceError(f"{prefix}{key}", "unknown field")
-    for key, required in spec.items():
-        if required and key not in item:
-            raise InstanceError(f"{prefix}{key}", "missing required field")
-
-
-def _name(value: Any, where: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise InstanceError(where, "must be a non-empty string")
-    return value
-
-
-def _number(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InstanceError(where, f"must be a number, got {value!r}")
-    if not math.isfinite(value):
-        raise InstanceError(where, f"must be finite, got {value!r}")
-    return float(value)
-
-
-def _positive_number(value: Any, where: str) -> float:
-    number = _number(value, where)
-    if number <= 0:
-        raise InstanceError(where, f"must be greater than 0, got {value!r}")
-    return number
-
-
-def _non_negative_number(value: Any, where: str) -> float:
-    number = _number(value, where)
-    if number < 0:
-        raise InstanceError(where, f"must not be negative, got {value!r}")
-    return number
-
-
-def _positive_int(value: Any, where: str) -> int:
-    number = _positive_number(value, where)
-    if number != int(number):
-        raise InstanceError(where, f"must be a whole number, got {value!r}")
-    return int(number)
 
 
 def _reject_constant(name: str) -> float:

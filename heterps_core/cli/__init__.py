@@ -52,6 +52,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"heterps {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # `heterps plan ... | head` closed our stdout: not an error worth a traceback.
+        sys.stderr.close()
+        return 0
 
 
 # Subcommand modules register themselves on import; keep this list in one place.

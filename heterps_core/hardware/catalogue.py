@@ -8,11 +8,12 @@ are dense FP32 peaks, because the zoo trains in FP32.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import asdict, dataclass, fields
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from heterps_core import validation
 from heterps_core.errors import InstanceError
 from heterps_core.instance import Resource
 
@@ -29,6 +30,13 @@ DEFAULT_EFFICIENCY = {
 
 class CatalogueError(InstanceError):
     """A catalogue entry with a missing or bad field."""
+
+
+# The shared validators, raising this module's error so callers can tell the source apart.
+_positive = partial(validation.positive_number, error=CatalogueError)
+_non_negative = partial(validation.non_negative_number, error=CatalogueError)
+_fraction = partial(validation.fraction, error=CatalogueError)
+_positive_int = partial(validation.positive_int, error=CatalogueError)
 
 
 @dataclass(frozen=True)
@@ -71,31 +79,21 @@ class ResourceKind:
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "resource") -> ResourceKind:
-        if not isinstance(data, dict):
-            raise CatalogueError(where, "must be a JSON object")
-        known = {f.name for f in fields(cls)}
-        for key in data:
-            if key not in known:
-                raise CatalogueError(f"{where}.{key}", "unknown field")
-        for key in ("name", "kind", "peak_tflops", "memory_bandwidth_gbs", "memory_gb",
-                    "network_gbps", "price_per_hour"):
-            if key not in data:
-                raise CatalogueError(f"{where}.{key}", "missing required field")
+        required = ("name", "kind", "peak_tflops", "memory_bandwidth_gbs", "memory_gb",
+                    "network_gbps", "price_per_hour")
+        spec = {f.name: f.name in required for f in fields(cls)}
+        validation.check_fields(data, where, spec, error=CatalogueError)
         kind = data["kind"]
         if kind not in KINDS:
             raise CatalogueError(
                 f"{where}.kind", f"must be one of {', '.join(KINDS)}, got {kind!r}"
             )
         defaults = DEFAULT_EFFICIENCY[kind]
-        name = data["name"]
-        if not isinstance(name, str) or not name.strip():
-            raise CatalogueError(f"{where}.name", "must be a non-empty string")
+        name = validation.non_empty_string(data["name"], f"{where}.name", error=CatalogueError)
         source = data.get("source", "")
         if not isinstance(source, str):
             raise CatalogueError(f"{where}.source", "must be a string")
-        count = _positive(data.get("count", 8), f"{where}.count")
-        if count != int(count):
-            raise CatalogueError(f"{where}.count", f"must be a whole number, got {count!r}")
+        count = _positive_int(data.get("count", 8), f"{where}.count")
         efficiency = {
             key: _fraction(
                 data.get(f"{key}_efficiency", defaults[key]), f"{where}.{key}_efficiency"
@@ -112,7 +110,7 @@ class ResourceKind:
             memory_gb=_positive(data["memory_gb"], f"{where}.memory_gb"),
             network_gbps=_positive(data["network_gbps"], f"{where}.network_gbps"),
             price_per_hour=_positive(data["price_per_hour"], f"{where}.price_per_hour"),
-            count=int(count),
+            count=count,
             compute_efficiency=efficiency["compute"],
             bandwidth_efficiency=efficiency["bandwidth"],
             kernel_overhead_us=_non_negative(
@@ -189,30 +187,3 @@ class Catalogue:
                 str(path), f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
             ) from exc
         return cls.from_dict(data)
-
-
-def _number(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise CatalogueError(where, f"must be a finite number, got {value!r}")
-    return float(value)
-
-
-def _positive(value: Any, where: str) -> float:
-    number = _number(value, where)
-    if number <= 0:
-        raise CatalogueError(where, f"must be greater than 0, got {value!r}")
-    return number
-
-
-def _non_negative(value: Any, where: str) -> float:
-    number = _number(value, where)
-    if number < 0:
-        raise CatalogueError(where, f"must not be negative, got {value!r}")
-    return number
-
-
-def _fraction(value: Any, where: str) -> float:
-    number = _positive(value, where)
-    if number > 1:
-        raise CatalogueError(where, f"must be at most 1, got {value!r}")
-    return number

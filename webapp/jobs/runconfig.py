@@ -58,6 +58,7 @@ def check(fields: dict[str, Any]) -> None:
 
 def _form_field(runtime_field: str) -> str:
     # The runtime names its own fields; the approve form calls two of them differently.
-    head = runtime_field.split(".", 1)[0]
-    return {"bind": "binding", "sync": "sync_mode", "model": "model_name",
-            "size": "model_size"}.get(head, runtime_field)
+    head, dot, rest = runtime_field.partition(".")
+    ours = {"bind": "binding", "sync": "sync_mode", "model": "model_name",
+            "size": "model_size"}.get(head, head)
+    return f"{ours}{dot}{rest}"

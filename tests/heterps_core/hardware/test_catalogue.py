@@ -66,7 +66,7 @@ def _entry(**changes):
         (_entry(colour="red"), "resources[0].colour", "unknown field"),
         (_entry(compute_efficiency=1.5), "resources[0].compute_efficiency", "at most 1"),
         (_entry(count=2.5), "resources[0].count", "whole number"),
-        (_entry(peak_tflops=float("nan")), "resources[0].peak_tflops", "finite number"),
+        (_entry(peak_tflops=float("nan")), "resources[0].peak_tflops", "must be finite"),
         ({k: v for k, v in _entry().items() if k != "memory_gb"}, "resources[0].memory_gb",
          "missing required field"),
     ],

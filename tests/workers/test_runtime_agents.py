@@ -1,0 +1,183 @@
+"""Production shape of a multi-machine run: agents reach their machines through Celery on Redis.
+
+Two separate `celery -A workers worker` processes play two worker machines, one consuming
+the queue of resource type A, the other that of type B (names unique per test run, so a
+worker left running elsewhere cannot take the tasks). Skipped when Redis does not answer.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+from celery import Celery
+from celery.result import allow_join_result
+
+from heterps_core.costmodel import evaluate
+from heterps_core.instance import Instance
+from heterps_core.plan import Plan
+from heterps_core.runtime.binding import Target
+from heterps_core.runtime.launcher import Launcher, RunConfig
+from heterps_core.runtime.reference import train_plain
+from heterps_core.runtime.spec import TrainSettings
+from webapp import environment
+from workers.agents import AgentFailed, agents_per_type, dispatch_agents, queue_for
+
+REPO = Path(__file__).resolve().parents[2]
+BATCH = 64
+
+
+def test_queue_names_follow_the_resource_type() -> None:
+    assert queue_for("gpu-v100") == "heterps.res.gpu-v100"
+    with pytest.raises(ValueError, match="resource_type"):
+        queue_for(" ")
+
+
+def test_one_agent_per_type_unless_asked_to_spread_over_more_machines() -> None:
+    assert agents_per_type(["cpu-a", "cpu-b"], spread=1) == {"cpu-a": 1, "cpu-b": 1}
+    assert agents_per_type({"gpu": 8, "cpu": 1}, spread=1) == {"gpu": 1, "cpu": 1}
+    assert agents_per_type({"gpu": 8, "cpu": 1}, spread=3) == {"gpu": 3, "cpu": 1}
+    with pytest.raises(ValueError, match=r"remote_types\.gpu: units must be a positive"):
+        agents_per_type({"gpu": 0}, spread=1)
+    with pytest.raises(ValueError, match="spread"):
+        agents_per_type(["gpu"], spread=0)
+
+
+def _plan(types: list[str]) -> Plan:
+    """Two stages (embedding on type 0, the dense layers on type 1), one unit each."""
+    assignment = [types[0], types[1], types[1], types[1]]
+    compute = [0.09, 0.03, 0.03, 0.03]  # at 640 samples/s with batch 64: 0.1 s per unit
+    instance = Instance.from_dict(
+        {
+            "version": 1,
+            "batch_size": BATCH,
+            "throughput_target": 640.0,
+            "resources": [
+                {"name": t, "kind": "cpu", "price_per_hour": 0.5 + i, "count": 8,
+                 "memory_gb": 64, "network_gbps": 1e6}
+                for i, t in enumerate(types)
+            ],
+            "layers": [
+                {"name": f"l{i}", "kind": "embedding" if i == 0 else "dense",
+                 "compute_s": dict.fromkeys(types, compute[i]), "output_mb": 0.01,
+                 "sync_mb": 0.01, "memory_gb": 0.1, "shardable": i == 0}
+                for i in range(4)
+            ],
+        }
+    )
+    plan = evaluate(instance, assignment)
+    assert plan.feasible and [s.units for s in plan.stages] == [1, 1], plan
+    return plan
+
+
+def _settings(steps: int) -> TrainSettings:
+    return TrainSettings(model="ctr_dnn", size="tiny", steps=steps, batch_size=BATCH, seed=3,
+                         lr=0.05, micro_batches=4, sync="bsp")
+
+
+def _client(redis_url: str) -> Celery:
+    options = environment.celery_settings({"REDIS_URL": redis_url})
+    client = Celery("heterps-test-client")
+    client.conf.update({k.removeprefix("CELERY_").lower(): v for k, v in options.items()})
+    return client
+
+
+def _live_processes_mentioning(text: str) -> list[int]:
+    """Pids of running (not zombie) processes whose command line contains `text`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if text in cmdline and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def _start_machine(redis_url: str, resource: str, home: Path) -> subprocess.Popen[bytes]:
+    """A worker machine as an operator starts it (`make worker QUEUES=heterps.res.TYPE`)."""
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    env |= {"REDIS_URL": redis_url, "HETERPS_VAR_DIR": str(home)}
+    command = [sys.executable, "-m", "celery", "-A", "workers", "worker", "--concurrency", "1",
+               "--queues", queue_for(resource), "--hostname", f"{resource}@%h",
+               "--without-gossip", "--without-mingle", "--loglevel", "INFO"]
+    return subprocess.Popen(command, cwd=REPO, env=env, stdout=(home / "worker.log").open("wb"),
+                            stderr=subprocess.STDOUT)
+
+
+def _stop(machine: subprocess.Popen[bytes]) -> None:
+    machine.terminate()  # warm shutdown: the pool children exit with it
+    try:
+        machine.wait(20)
+    except subprocess.TimeoutExpired:
+        machine.kill()
+        machine.wait()
+
+
+@pytest.fixture
+def machines(redis_url: str, tmp_path: Path) -> Iterator[tuple[Celery, list[str]]]:
+    tag = uuid.uuid4().hex[:8]
+    types = [f"cpu-a-{tag}", f"cpu-b-{tag}"]
+    started = [_start_machine(redis_url, t, tmp_path / t) for t in types]
+    yield _client(redis_url), types
+    for machine in started:
+        _stop(machine)
+    pids = [m.pid for m in started]
+    assert all(m.returncode is not None for m in started), pids
+    assert _live_processes_mentioning(f"cpu-a-{tag}@") == []
+    assert _live_processes_mentioning(f"cpu-b-{tag}@") == []
+
+
+@pytest.mark.production
+@pytest.mark.slow
+def test_remote_stages_run_on_two_celery_machines_and_match_the_plain_loop(
+    machines: tuple[Celery, list[str]],
+) -> None:
+    client, types = machines
+    remote = {t: Target("remote") for t in types}
+    launcher = Launcher(RunConfig(plan=_plan(types), train=_settings(20), binding=remote))
+    launcher.start()
+    results = dispatch_agents(launcher.address, {t: 1 for t in types}, celery_app=client)
+    try:
+        result = launcher.wait()
+        with allow_join_result():  # this test is a client, not a task
+            codes = [r.get(timeout=30) for r in results]
+    finally:
+        for r in results:
+            r.forget()
+    assert codes == [0, 0]
+    plain = train_plain(_settings(20))
+    assert torch.allclose(torch.tensor(result.losses), torch.tensor(plain.losses), atol=1e-5)
+    assert result.binding == {t: "remote" for t in types}
+    deadline = time.monotonic() + 5  # agents reap their workers before acking the result
+    while _live_processes_mentioning(launcher.address) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _live_processes_mentioning(launcher.address) == []
+
+
+@pytest.mark.production
+@pytest.mark.slow
+def test_an_agent_that_cannot_reach_its_coordinator_fails_with_a_readable_error(
+    machines: tuple[Celery, list[str]],
+) -> None:
+    client, types = machines
+    # Nothing listens on port 1: the agent gives up after its join timeout.
+    (result,) = dispatch_agents("127.0.0.1:1", [types[0]], join_timeout=0.5, celery_app=client)
+    with allow_join_result(), pytest.raises(AgentFailed) as failure:
+        result.get(timeout=30)
+    result.forget()
+    message = str(failure.value)
+    assert f"for {types[0]} at 127.0.0.1:1" in message
+    assert "cannot reach coordinator 127.0.0.1:1" in message

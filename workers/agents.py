@@ -1,0 +1,110 @@
+"""Runtime agents through Celery: a worker machine serves a job's remote stages.
+
+Each worker machine runs `celery -A workers worker --queues heterps.res.<type>,...` for the
+resource types it provides; a run whose binding has `remote` types calls `dispatch_agents`,
+which enqueues one `heterps.runtime_agent` task per remote type on that type's queue. The
+task is `heterps_core.runtime.agent.run_agent`: join the job's store, run the ranks the
+launcher gives it, report their exit codes (contract: docs/operations.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from celery import Celery, Task
+from celery.result import AsyncResult
+
+from workers.app import app
+
+QUEUE_PREFIX = "heterps.res."
+TASK_NAME = "heterps.runtime_agent"
+DEFAULT_JOIN_TIMEOUT_S = 60.0
+
+
+class AgentFailed(RuntimeError):
+    """An agent could not serve its job; the message is what the task result shows."""
+
+
+def queue_for(resource_type: str) -> str:
+    """The Celery queue of the machines that provide `resource_type`."""
+    if not resource_type.strip():
+        raise ValueError("resource_type: must be a non-empty resource type name")
+    return f"{QUEUE_PREFIX}{resource_type.strip()}"
+
+
+# Acked on receipt, not late: an agent belongs to one live job, so redelivering it after a
+# worker crash would only join a store that is gone (and wait out its join timeout).
+@app.task(bind=True, name=TASK_NAME, acks_late=False, track_started=True)
+def runtime_agent(
+    self: Task,
+    coordinator: str,
+    provides: Sequence[str] | str,
+    bind: str | None = None,
+    name: str = "",
+    join_timeout: float = DEFAULT_JOIN_TIMEOUT_S,
+) -> int:
+    """Serve one job as its agent for `provides`; 0 when all its processes succeeded."""
+    from heterps_core.errors import HeterPSError
+    from heterps_core.runtime.agent import run_agent
+
+    types = [provides] if isinstance(provides, str) else list(provides)
+    who = name or str(self.request.hostname or "")
+    try:
+        code = run_agent(coordinator, types, who, bind, join_timeout)
+    except HeterPSError as exc:
+        raise AgentFailed(f"agent {who} for {', '.join(types)} at {coordinator}: {exc}") from None
+    if code != 0:
+        raise AgentFailed(
+            f"agent {who} for {', '.join(types)} at {coordinator}: a stage process exited "
+            f"with an error (code {code}); the job's error/RANK keys hold its text"
+        )
+    return code
+
+
+def agents_per_type(remote_types: Mapping[str, int] | Sequence[str], spread: int) -> dict[str, int]:
+    """How many agents each remote type gets: `min(units, spread)`, at least one.
+
+    One agent hosts every rank it is given, so one per type is enough; `spread` > 1 asks
+    for more machines, never more agents than the type has units.
+    """
+    if spread < 1:
+        raise ValueError(f"spread: must be at least 1, got {spread}")
+    if isinstance(remote_types, str):
+        raise ValueError("remote_types: give a list of types or a {type: units} mapping")
+    units = (
+        dict(remote_types) if isinstance(remote_types, Mapping) else dict.fromkeys(remote_types, 1)
+    )
+    counts = {}
+    for resource, count in units.items():
+        queue_for(resource)  # validates the name
+        if not isinstance(count, int) or count < 1:
+            raise ValueError(f"remote_types.{resource}: units must be a positive integer")
+        counts[resource] = min(count, spread)
+    return counts
+
+
+def dispatch_agents(
+    coordinator: str,
+    remote_types: Mapping[str, int] | Sequence[str],
+    bind: Mapping[str, str] | None = None,
+    *,
+    spread: int = 1,
+    join_timeout: float = DEFAULT_JOIN_TIMEOUT_S,
+    celery_app: Celery | None = None,
+) -> list[AsyncResult]:
+    """Enqueue the agents of a job whose launcher listens at `coordinator` (HOST:PORT).
+
+    `remote_types`: the types bound to `remote`, as a list or as {type: units}. `bind` gives
+    the target a worker machine runs a type on (`{"gpu-v100": "cuda:0"}`); types it does not
+    name follow the job's target (remote -> cpu, remote:cuda -> cuda:0).
+    """
+    sender = celery_app or app
+    results: list[AsyncResult] = []
+    for resource, count in agents_per_type(remote_types, spread).items():
+        local = (bind or {}).get(resource)
+        args = [coordinator, [resource], f"{resource}={local}" if local else None, "",
+                join_timeout]
+        results += [
+            sender.send_task(TASK_NAME, args=args, queue=queue_for(resource)) for _ in range(count)
+        ]
+    return results
