@@ -113,8 +113,10 @@ def _add_resource_type(page: Any, url: str, project: Any, name: str, price: str)
 
 
 def test_the_whole_journey(page: Any, browser: Any, asgi_url: str, django_user_model: Any,
-                           worker: Any) -> None:
+                           worker: Any, settings: Any, tmp_path: Path) -> None:
     from django.contrib.auth.models import Permission
+
+    settings.VAR_DIR = tmp_path  # the job's process logs
 
     from heterps_core import schedulers
     from webapp.projects.services import create_project

@@ -117,8 +117,7 @@ def _start_machine(redis_url: str, resource: str, home: Path) -> subprocess.Pope
                             stderr=subprocess.STDOUT)
 
 
-def _stop(machine: subprocess.Popen[bytes]) -> None:
-    machine.terminate()  # warm shutdown: the pool children exit with it
+def _wait_or_kill(machine: subprocess.Popen[bytes]) -> None:
     try:
         machine.wait(20)
     except subprocess.TimeoutExpired:
@@ -126,18 +125,21 @@ def _stop(machine: subprocess.Popen[bytes]) -> None:
         machine.wait()
 
 
-@pytest.fixture
-def machines(redis_url: str, tmp_path: Path) -> Iterator[tuple[Celery, list[str]]]:
+@pytest.fixture(scope="module")
+def machines(
+    redis_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Celery, list[str]]]:
+    """Two machines shared by this module's tests: starting a Celery worker takes seconds."""
     tag = uuid.uuid4().hex[:8]
     types = [f"cpu-a-{tag}", f"cpu-b-{tag}"]
-    started = [_start_machine(redis_url, t, tmp_path / t) for t in types]
+    home = tmp_path_factory.mktemp("machines")
+    started = [_start_machine(redis_url, t, home / t) for t in types]
     yield _client(redis_url), types
     for machine in started:
-        _stop(machine)
-    pids = [m.pid for m in started]
-    assert all(m.returncode is not None for m in started), pids
-    assert _live_processes_mentioning(f"cpu-a-{tag}@") == []
-    assert _live_processes_mentioning(f"cpu-b-{tag}@") == []
+        machine.terminate()  # warm shutdown, both at once; the pool children exit with it
+    for machine in started:
+        _wait_or_kill(machine)
+    assert _live_processes_mentioning(f"-{tag}@") == []
 
 
 @pytest.mark.production
@@ -158,6 +160,7 @@ def test_remote_stages_run_on_two_celery_machines_and_match_the_plain_loop(
         for r in results:
             r.forget()
     assert codes == [0, 0]
+    assert len(result.losses) == 20
     plain = train_plain(_settings(20))
     assert torch.allclose(torch.tensor(result.losses), torch.tensor(plain.losses), atol=1e-5)
     assert result.binding == {t: "remote" for t in types}

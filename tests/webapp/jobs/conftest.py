@@ -20,3 +20,9 @@ def source(personas: Any, two_stage_plan: dict[str, Any]) -> Any:
 
     return PlanSource(project=personas.project, plan=two_stage_plan, model_name=samples.MODEL,
                       model_size=samples.SIZE, batch_size=samples.BATCH, scheduler="exact")
+
+
+@pytest.fixture(autouse=True)
+def job_logs_in_tmp(settings: Any, tmp_path: Any) -> None:
+    # Runs write their processes' logs under VAR_DIR/jobs; keep the repository's var/ clean.
+    settings.VAR_DIR = tmp_path
