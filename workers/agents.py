@@ -9,12 +9,17 @@ launcher gives it, report their exit codes (contract: docs/operations.md).
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from celery import Celery, Task
 from celery.result import AsyncResult
 
 from workers.app import app
+
+if TYPE_CHECKING:  # torch: only where a job actually runs
+    from heterps_core.runtime.spec import JobSpec
 
 QUEUE_PREFIX = "heterps.res."
 TASK_NAME = "heterps.runtime_agent"
@@ -51,14 +56,38 @@ def runtime_agent(
     who = name or str(self.request.hostname or "")
     try:
         code = run_agent(coordinator, types, who, bind, join_timeout)
-    except HeterPSError as exc:
+    except (HeterPSError, RuntimeError, OSError) as exc:  # RuntimeError: the store went away
         raise AgentFailed(f"agent {who} for {', '.join(types)} at {coordinator}: {exc}") from None
     if code != 0:
         raise AgentFailed(
             f"agent {who} for {', '.join(types)} at {coordinator}: a stage process exited "
-            f"with an error (code {code}); the job's error/RANK keys hold its text"
+            f"with an error (code {code}); the run's error names the rank and its exception"
         )
     return code
+
+
+def remote_units(spec: JobSpec) -> dict[str, int]:
+    """{resource type: stage processes} of the ranks a job's binding sends to agents."""
+    units: dict[str, int] = {}
+    for rank in spec.ranks:
+        if rank.role == "stage" and rank.target.startswith("remote"):
+            resource = spec.stages[rank.stage].resource
+            units[resource] = units.get(resource, 0) + 1
+    return units
+
+
+def coordinator_address(address: str, listen_host: str, public_host: str | None = None) -> str:
+    """The HOST:PORT agents on other machines dial for a launcher listening on `listen_host`.
+
+    `Launcher.address` says 127.0.0.1 when the store listens on every interface (0.0.0.0);
+    other machines need `public_host`, else this machine's host name.
+    """
+    port = address.rpartition(":")[2]
+    if public_host:
+        return f"{public_host}:{port}"
+    if listen_host in ("0.0.0.0", ""):
+        return f"{socket.gethostname()}:{port}"
+    return address
 
 
 def agents_per_type(remote_types: Mapping[str, int] | Sequence[str], spread: int) -> dict[str, int]:
@@ -94,9 +123,11 @@ def dispatch_agents(
 ) -> list[AsyncResult]:
     """Enqueue the agents of a job whose launcher listens at `coordinator` (HOST:PORT).
 
-    `remote_types`: the types bound to `remote`, as a list or as {type: units}. `bind` gives
-    the target a worker machine runs a type on (`{"gpu-v100": "cuda:0"}`); types it does not
-    name follow the job's target (remote -> cpu, remote:cuda -> cuda:0).
+    `remote_types`: the types bound to `remote`, as a list or as {type: units}
+    (`remote_units(launcher.spec)`). `bind` gives the target a worker machine runs a type on
+    (`{"gpu-v100": "cuda:0"}`); types it does not name follow the job's target (remote ->
+    cpu, remote:cuda -> cuda:0). An agent task not started within `join_timeout` seconds
+    expires: by then the launcher has stopped waiting for it.
     """
     sender = celery_app or app
     results: list[AsyncResult] = []
@@ -105,6 +136,7 @@ def dispatch_agents(
         args = [coordinator, [resource], f"{resource}={local}" if local else None, "",
                 join_timeout]
         results += [
-            sender.send_task(TASK_NAME, args=args, queue=queue_for(resource)) for _ in range(count)
+            sender.send_task(TASK_NAME, args=args, queue=queue_for(resource), expires=join_timeout)
+            for _ in range(count)
         ]
     return results

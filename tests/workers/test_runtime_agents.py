@@ -8,6 +8,7 @@ worker left running elsewhere cannot take the tasks). Skipped when Redis does no
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -24,11 +25,19 @@ from heterps_core.costmodel import evaluate
 from heterps_core.instance import Instance
 from heterps_core.plan import Plan
 from heterps_core.runtime.binding import Target
+from heterps_core.runtime.errors import RunError
 from heterps_core.runtime.launcher import Launcher, RunConfig
 from heterps_core.runtime.reference import train_plain
 from heterps_core.runtime.spec import TrainSettings
 from webapp import environment
-from workers.agents import AgentFailed, agents_per_type, dispatch_agents, queue_for
+from workers.agents import (
+    AgentFailed,
+    agents_per_type,
+    coordinator_address,
+    dispatch_agents,
+    queue_for,
+    remote_units,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 BATCH = 64
@@ -48,6 +57,21 @@ def test_one_agent_per_type_unless_asked_to_spread_over_more_machines() -> None:
         agents_per_type({"gpu": 0}, spread=1)
     with pytest.raises(ValueError, match="spread"):
         agents_per_type(["gpu"], spread=0)
+
+
+def test_agents_dial_a_reachable_host_when_the_store_listens_everywhere() -> None:
+    assert coordinator_address("127.0.0.1:29400", "127.0.0.1") == "127.0.0.1:29400"
+    assert coordinator_address("127.0.0.1:29400", "0.0.0.0", "ps-1.lan") == "ps-1.lan:29400"
+    host = coordinator_address("127.0.0.1:29400", "0.0.0.0")
+    assert host == f"{socket.gethostname()}:29400"
+
+
+def test_remote_units_count_only_the_stage_processes_bound_to_remote(tmp_path: Path) -> None:
+    plan, logs = _plan(["cpu-a", "cpu-b"]), str(tmp_path)
+    spec = Launcher(RunConfig(plan=plan, train=_settings(4), binding={"cpu-b": Target("remote")},
+                              ps_shards=2, log_dir=logs)).spec
+    assert remote_units(spec) == {"cpu-b": 1}  # not cpu-a's stage, not the two PS shards
+    assert remote_units(Launcher(RunConfig(plan=plan, train=_settings(4), log_dir=logs)).spec) == {}
 
 
 def _plan(types: list[str]) -> Plan:
@@ -145,13 +169,16 @@ def machines(
 @pytest.mark.production
 @pytest.mark.slow
 def test_remote_stages_run_on_two_celery_machines_and_match_the_plain_loop(
-    machines: tuple[Celery, list[str]],
+    machines: tuple[Celery, list[str]], tmp_path: Path
 ) -> None:
     client, types = machines
     remote = {t: Target("remote") for t in types}
-    launcher = Launcher(RunConfig(plan=_plan(types), train=_settings(20), binding=remote))
+    launcher = Launcher(RunConfig(plan=_plan(types), train=_settings(20), binding=remote,
+                                  log_dir=str(tmp_path)))
     launcher.start()
-    results = dispatch_agents(launcher.address, {t: 1 for t in types}, celery_app=client)
+    units = remote_units(launcher.spec)
+    assert units == {t: 1 for t in types}
+    results = dispatch_agents(launcher.address, units, celery_app=client)
     try:
         result = launcher.wait()
         with allow_join_result():  # this test is a client, not a task
@@ -184,3 +211,26 @@ def test_an_agent_that_cannot_reach_its_coordinator_fails_with_a_readable_error(
     message = str(failure.value)
     assert f"for {types[0]} at 127.0.0.1:1" in message
     assert "cannot reach coordinator 127.0.0.1:1" in message
+
+
+@pytest.mark.production
+@pytest.mark.slow
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine where cuda:0 fails")
+def test_a_failing_stage_process_fails_the_run_and_the_agent_result(
+    machines: tuple[Celery, list[str]], tmp_path: Path
+) -> None:
+    client, types = machines
+    launcher = Launcher(RunConfig(plan=_plan(types), train=_settings(4),
+                                  binding={types[1]: Target("remote")}, log_dir=str(tmp_path)))
+    launcher.start()
+    # The operator's bind names a GPU this machine does not have: its stage process dies.
+    (agent,) = dispatch_agents(launcher.address, remote_units(launcher.spec),
+                               bind={types[1]: "cuda:0"}, celery_app=client)
+    with pytest.raises(RunError, match=r"stage 2") as run_failure:
+        launcher.wait()
+    print("RUNERROR:", run_failure.value)
+    with allow_join_result(), pytest.raises(AgentFailed) as failure:
+        agent.get(timeout=30)
+    agent.forget()
+    assert f"for {types[1]} at {launcher.address}: a stage process exited" in str(failure.value)
+    assert _live_processes_mentioning(launcher.address) == []
