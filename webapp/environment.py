@@ -90,8 +90,17 @@ def databases(env: Mapping[str, str], var_dir: Path) -> dict[str, Any]:
             "default": {
                 "ENGINE": "django.db.backends.sqlite3",
                 "NAME": str(var_dir / "heterps.sqlite3"),
-                # The in-process worker thread writes while requests read.
-                "OPTIONS": {"timeout": 20},
+                # The in-process worker thread writes while requests read: WAL lets readers
+                # go on during a write, IMMEDIATE transactions wait (timeout) instead of
+                # failing on a lock upgrade.
+                "OPTIONS": {
+                    "timeout": 20,
+                    "transaction_mode": "IMMEDIATE",
+                    "init_command": "PRAGMA journal_mode=WAL;",
+                },
+                # Tests use a file too: a shared-cache in-memory database reports table
+                # locks at once ("database table is locked") instead of waiting.
+                "TEST": {"NAME": str(var_dir / "test_heterps.sqlite3")},
             }
         }
     if not url.startswith(("postgres://", "postgresql://")):

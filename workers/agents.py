@@ -133,8 +133,7 @@ def dispatch_agents(
     results: list[AsyncResult] = []
     for resource, count in agents_per_type(remote_types, spread).items():
         local = (bind or {}).get(resource)
-        args = [coordinator, [resource], f"{resource}={local}" if local else None, "",
-                join_timeout]
+        args = [coordinator, [resource], f"{resource}={local}" if local else None, "", join_timeout]
         results += [
             sender.send_task(TASK_NAME, args=args, queue=queue_for(resource), expires=join_timeout)
             for _ in range(count)
