@@ -22,6 +22,7 @@ from webapp.background.kinds import WorkKind, register
 from webapp.background.services import WorkCancelled
 from webapp.jobs import runconfig, services
 from webapp.jobs.models import Job
+from workers.agents import coordinator_address, dispatch_agents, remote_units
 
 FIELDS = ("plan", "model_name", "model_size", "steps", "batch_size", "micro_batches", "lr",
           "seed", "sync_mode", "binding")
@@ -58,7 +59,9 @@ class JobRunKind(WorkKind):
         )
         services.log(job.pk, f"run {run}: starting {len(launcher.spec.ranks)} processes")
         try:
-            result = launcher.run()
+            launcher.start()
+            _dispatch_remote_agents(launcher, job.pk, run)
+            result = launcher.wait()
         except RunCancelled as exc:
             services.log(job.pk, f"run {run}: {exc}")
             raise WorkCancelled from exc
@@ -79,6 +82,19 @@ class _Ids:
     job: int
     project: int
     work: int
+
+
+
+def _dispatch_remote_agents(launcher: Launcher, job_id: int, run: int) -> None:
+    """Ask the worker machines that provide the plan's `remote` types to host their stages."""
+    remote = remote_units(launcher.spec)
+    if not remote:
+        return
+    try:
+        dispatch_agents(coordinator_address(launcher.address, launcher.config.host), remote)
+        services.log(job_id, f"run {run}: waiting for agents of {', '.join(remote)}")
+    except Exception as exc:  # broker down: wait() then fails naming the missing types
+        services.log(job_id, f"run {run}: could not enqueue agents: {exc}")
 
 
 def _on_sample(

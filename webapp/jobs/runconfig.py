@@ -29,6 +29,7 @@ def run_config(fields: dict[str, Any], log_path: Path | None = None) -> RunConfi
     plan = Plan.from_dict(fields["plan"])
     resources = sorted({s.resource for s in plan.stages})
     binding_text = ",".join(f"{k}={v}" for k, v in (fields.get("binding") or {}).items())
+    binding = parse_binding(binding_text, resources)
     return RunConfig(
         plan=plan,
         train=TrainSettings(
@@ -41,8 +42,10 @@ def run_config(fields: dict[str, Any], log_path: Path | None = None) -> RunConfi
             micro_batches=int(fields["micro_batches"]),
             sync=fields["sync_mode"],
         ),
-        binding=parse_binding(binding_text, resources),
+        binding=binding,
         log_dir=str(log_path) if log_path else None,
+        # Agents on other machines must reach the coordinator's store.
+        host="0.0.0.0" if any(t.is_remote for t in binding.values()) else "127.0.0.1",
     )
 
 
