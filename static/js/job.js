@@ -17,26 +17,32 @@
   let finished = !["queued", "running", "cancelling"].includes(job.status);
   let delay = 500;
 
+  // Data-parallel runs report the trainer's clock: emulated seconds unless real processes ran.
+  const dp = job.runner === "dataparallel";
+  const timeAxis = dp && (job.dataparallel || {}).backend !== "process" ? "emulated time (s)" : "elapsed (s)";
+  const stepAxis = dp ? "step (local steps, all workers)" : "step (mini-batches)";
+  const key = (s) => `${s.step}@${s.elapsed_s}`;
+
   function draw() {
     const t = series.map((s) => s.elapsed_s);
     const tEnd = t.length ? t[t.length - 1] : 1;
     Plotly.react("chart-throughput", [
       { x: t, y: series.map((s) => s.samples_per_s), name: "measured", mode: "lines+markers" },
       { x: [0, tEnd], y: [job.predicted_throughput, job.predicted_throughput], name: "plan estimate", mode: "lines", line: { dash: "dash" } },
-    ], layout("elapsed (s)", "throughput (samples/s)"), config);
+    ], layout(timeAxis, "throughput (samples/s)"), config);
     const withLoss = series.filter((s) => s.loss !== null);
     Plotly.react("chart-loss", [
       { x: withLoss.map((s) => s.step), y: withLoss.map((s) => s.loss), name: "loss (window mean)", mode: "lines+markers" },
-    ], layout("step (mini-batches)", "loss (training objective)"), config);
+    ], layout(stepAxis, "loss (training objective)"), config);
     Plotly.react("chart-cost", [
       { x: t, y: series.map((s) => s.cost), name: "accrued ($ total, this run)", mode: "lines+markers" },
       { x: [0, tEnd], y: [0, job.predicted_cost_per_hour * tEnd / 3600], name: "estimate ($/hour × time)", mode: "lines", line: { dash: "dash" } },
-    ], layout("elapsed (s)", "cost ($ total)"), config);
+    ], layout(timeAxis, "cost ($ total)"), config);
   }
 
   function stages(rows) {
     const body = document.querySelector("#stages tbody");
-    if (!rows || !rows.length) return;
+    if (!body || !rows || !rows.length) return; // data-parallel jobs show workers instead
     const busiest = Math.max(...rows.map((s) => s.busy_fraction));
     const others = rows.map((s) => s.busy_fraction).sort((a, b) => b - a);
     body.innerHTML = "";
@@ -64,9 +70,8 @@
     field("error").hidden = !work.error;
     const m = work.metrics || {};
     if (m.step !== undefined) {
-      const key = `${m.elapsed_s}`;
-      if (!seen.has(key)) {
-        seen.add(key);
+      if (!seen.has(key(m))) {
+        seen.add(key(m));
         series.push(m);
         field("step").textContent = `${m.step}/${m.total_steps}`;
         field("throughput").textContent = m.samples_per_s.toFixed(1);
@@ -84,7 +89,7 @@
 
   const lastCost = series.length ? series[series.length - 1].cost : 0;
   const baseCost = job.accrued_cost - lastCost; // earlier runs
-  series.forEach((s) => seen.add(`${s.elapsed_s}`));
+  series.forEach((s) => seen.add(key(s)));
   if (series.length) stages(series[series.length - 1].stages);
   draw();
 

@@ -11,6 +11,14 @@ from webapp.projects.models import ProjectOwned
 ACTIVE = (Status.QUEUED, Status.RUNNING, Status.CANCELLING)
 
 
+class Runner(models.TextChoices):
+    """How a job runs: the plan's pipeline (heterps_core.runtime), or the plan's model
+    trained data-parallel with a sync mode of heterps_core.dataparallel."""
+
+    PIPELINE = "pipeline", "pipeline run of the plan"
+    DATAPARALLEL = "dataparallel", "data-parallel run of the plan's model"
+
+
 class Job(ProjectOwned):
     """An approved plan with how to run it. `work` is the current (latest) run; a restart
     makes a new run. Predictions come from the plan, `accrued_cost` and `last_*` from the
@@ -23,8 +31,11 @@ class Job(ProjectOwned):
     scheduler = models.CharField(max_length=40, blank=True)
     plan_result_id = models.BigIntegerField(null=True, blank=True)  # planning's result row
     binding = models.JSONField(default=dict, blank=True)  # resource type -> target text
+    runner = models.CharField(max_length=20, choices=Runner.choices, default=Runner.PIPELINE)
+    # The runtime's sync mode (pipeline) or the data-parallel mode and its parameters.
     sync_mode = models.CharField(max_length=20, default="bsp")
     sync_params = models.JSONField(default=dict, blank=True)
+    dataparallel = models.JSONField(default=dict, blank=True)  # workers, slowdowns, backend
     steps = models.PositiveIntegerField()
     batch_size = models.PositiveIntegerField()
     micro_batches = models.PositiveIntegerField(default=1)
@@ -58,6 +69,10 @@ class Job(ProjectOwned):
         return self.work.status if self.work else "approved"  # approved, never started
 
     @property
+    def is_dataparallel(self) -> bool:
+        return self.runner == Runner.DATAPARALLEL
+
+    @property
     def active(self) -> bool:
         return self.work is not None and self.work.status in ACTIVE
 
@@ -73,6 +88,7 @@ class JobMetric(models.Model):
     samples_per_s = models.FloatField()
     loss = models.FloatField(null=True, blank=True)
     cost = models.FloatField()  # dollars accrued in this run so far
+    # Pipeline: one entry per stage. Data-parallel: one per worker (step time, phase, ...).
     stages = models.JSONField(default=list, blank=True)
     recorded_at = models.DateTimeField(auto_now_add=True)
 

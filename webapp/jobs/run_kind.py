@@ -20,7 +20,7 @@ from heterps_core.progress import Progress, ProgressCallback
 from heterps_core.runtime import Launcher, MetricsSample, RunCancelled, RunResult
 from webapp.background.kinds import WorkKind, register
 from webapp.background.services import WorkCancelled
-from webapp.jobs import runconfig, services
+from webapp.jobs import dataparallel_run, runconfig, services
 from webapp.jobs.models import Job
 from workers.agents import coordinator_address, dispatch_agents, remote_units
 
@@ -51,6 +51,8 @@ class JobRunKind(WorkKind):
         base_cost = _cost_before(job, run)
         stop = threading.Event()
         ids = _Ids(job=job.pk, project=job.project_id, work=_work_id(job, run))
+        if job.is_dataparallel:
+            return _run_dataparallel(job, run, ids, base_cost, progress, stop)
         fields = {name: getattr(job, name) for name in FIELDS}
         launcher = Launcher(
             runconfig.run_config(fields, runconfig.log_dir(job.pk, run)),
@@ -84,6 +86,46 @@ class _Ids:
     work: int
 
 
+def _run_dataparallel(
+    job: Job, run: int, ids: _Ids, base_cost: float, progress: ProgressCallback,
+    stop: threading.Event,
+) -> dict[str, Any]:
+    """The job's model trained data-parallel (heterps_core.dataparallel); its down-sampled
+    samples are stored and published exactly like the runtime's."""
+    dp = job.dataparallel
+    services.log(job.pk, f"run {run}: data-parallel {job.sync_mode} on {dp.get('workers')} "
+                         f"workers ({dp.get('backend')} backend)")
+
+    switch_logged = False
+
+    def emit(sample: dict[str, Any]) -> None:
+        nonlocal switch_logged
+        if sample.get("switch") and not switch_logged:
+            switch_logged = True
+            s = sample["switch"]
+            services.log(job.pk, f"run {run}: {s['previous']} -> {s['phase']} at "
+                                 f"{s['time_s']:.4f} s, step {s['global_step']} ({s['reason']})")
+        _store(ids, run, base_cost, sample, progress, stop)
+
+    try:
+        result, samples = dataparallel_run.train_job(job, emit, cancel=stop.is_set)
+    except HeterPSError as exc:
+        services.log(job.pk, f"run {run} failed: {exc}")
+        raise
+    if result.stopped == "cancelled":
+        services.log(job.pk, f"run {run}: cancelled at step {result.global_steps}")
+        raise WorkCancelled("cancelled")
+    summary = dataparallel_run.summary(result, samples, job.predicted_cost_per_hour)
+    unit = "emulated s" if dp.get("backend") == "emulated" else "s"
+    loss = "-" if summary["final_loss"] is None else f"{summary['final_loss']:.4f}"
+    services.finish_run(
+        job.pk, summary,
+        f"run {run} finished: {summary['steps']} steps in {summary['elapsed_s']:.3f} {unit}, "
+        f"{summary['throughput']:.1f} samples/s, held-out loss {loss}",
+    )
+    return summary
+
+
 
 def _dispatch_remote_agents(launcher: Launcher, job_id: int, run: int) -> None:
     """Ask the worker machines that provide the plan's `remote` types to host their stages."""
@@ -101,14 +143,22 @@ def _on_sample(
     ids: _Ids, run: int, base_cost: float, sample: MetricsSample,
     progress: ProgressCallback, stop: threading.Event,
 ) -> None:
-    data = sample.to_dict()
+    _store(ids, run, base_cost, sample.to_dict(), progress, stop)
+
+
+def _store(
+    ids: _Ids, run: int, base_cost: float, data: dict[str, Any],
+    progress: ProgressCallback, stop: threading.Event,
+) -> None:
     # Wall-clock time the runtime handed the sample over: lets clients (and bench/web.py)
     # measure how long it took to reach them.
     data["produced_at"] = time.time()
-    loss = "-" if sample.loss is None else f"{sample.loss:.4f}"
-    message = (f"step {sample.step}/{sample.total_steps}, {sample.samples_per_s:.1f} samples/s, "
-               f"loss {loss}")
-    report = Progress(sample.step, sample.total_steps, message, data)
+    loss = "-" if data["loss"] is None else f"{data['loss']:.4f}"
+    message = (f"step {data['step']}/{data['total_steps']}, "
+               f"{data['samples_per_s']:.1f} samples/s, loss {loss}")
+    if data.get("phase"):
+        message += f", phase {data['phase']}"
+    report = Progress(data["step"], data["total_steps"], message, data)
     # One transaction (one commit) for the metric row, the job's totals and the work
     # record; the sample goes out to the job's viewers once it is committed.
     with transaction.atomic():

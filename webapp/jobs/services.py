@@ -24,8 +24,8 @@ from heterps_core.errors import InstanceError
 from heterps_core.plan import Plan
 from heterps_core.progress import Progress
 from webapp.background import services as work_services
-from webapp.jobs import runconfig
-from webapp.jobs.models import Job, JobMetric
+from webapp.jobs import dataparallel, runconfig
+from webapp.jobs.models import Job, JobMetric, Runner
 from webapp.projects.models import Membership, Project
 from webapp.projects.permissions import Action, AnyUser, check
 
@@ -51,7 +51,10 @@ class PlanSource:
 
 @dataclass(frozen=True)
 class RunOptions:
-    """What the person approving chooses: sync mode, binding, steps and training knobs."""
+    """What the person approving chooses: sync mode, binding, steps and training knobs.
+    `runner="dataparallel"` trains the plan's model data-parallel instead: `sync_mode` and
+    `sync_params` then name a mode of heterps_core.dataparallel and its parameters, and
+    `dataparallel` holds workers, slowdowns ("1,1,4" or a list) and backend."""
 
     steps: int
     sync_mode: str = "bsp"
@@ -61,6 +64,8 @@ class RunOptions:
     lr: float = 0.05
     seed: int = 0
     batch_size: int | None = None
+    runner: str = Runner.PIPELINE
+    dataparallel: dict[str, Any] | None = None
 
 
 def source_of(plan_result: Any) -> PlanSource:
@@ -102,7 +107,8 @@ def approve(
 ) -> Job:
     check(user, source.project, Action.EDIT)
     fields = _fields(source, options)
-    runconfig.check(fields)
+    if fields["runner"] == Runner.PIPELINE:
+        runconfig.check(fields)
     plan = Plan.from_dict(source.plan)
     with transaction.atomic():
         job = Job.objects.create(
@@ -110,7 +116,6 @@ def approve(
             name=source.name or source.model_name,
             scheduler=source.scheduler or plan.scheduler,
             plan_result_id=source.result_id,
-            sync_params=options.sync_params or {},
             predicted_throughput=plan.throughput or 0.0,
             predicted_cost_per_hour=plan.cost_per_hour or 0.0,
             created_by=user,
@@ -220,6 +225,20 @@ def metrics_series(job: Job, run: int | None = None) -> list[dict[str, Any]]:
     ]
 
 
+def dataparallel_view(job: Job, series: list[dict[str, Any]]) -> dict[str, Any]:
+    """The latest sample's per-worker rows, phase and switch time, for the server-rendered
+    job page (the script takes over with live samples)."""
+    workers = [
+        dict(w, bytes_mb=(w.get("bytes_sent") or 0) / 1e6,
+             step_time_ms=None if w.get("step_time_s") is None else w["step_time_s"] * 1000)
+        for w in (series[-1]["stages"] if series else [])
+    ]
+    last = {"phase": workers[-1]["phase"] if workers else "",
+            "switch_s": workers[-1].get("switch_s") if workers else None}
+    unit = "emulated s" if job.dataparallel.get("backend", "emulated") == "emulated" else "s"
+    return {"dp_workers": workers, "dp_last": last, "dp_time_unit": unit}
+
+
 def state(job: Job) -> dict[str, Any]:
     """What the job page, the API and the CLI show about a job."""
     return {
@@ -231,7 +250,10 @@ def state(job: Job) -> dict[str, Any]:
         "work": job.work_id,
         "model": f"{job.model_name} ({job.model_size})",
         "scheduler": job.scheduler,
+        "runner": job.runner,
         "sync_mode": job.sync_mode,
+        "sync_params": job.sync_params,
+        "dataparallel": job.dataparallel,
         "binding": job.binding,
         "steps": job.steps,
         "step": job.last_step,
@@ -255,11 +277,24 @@ def _fields(source: PlanSource, options: RunOptions) -> dict[str, Any]:
         plan = Plan.from_dict(source.plan)
     except InstanceError as exc:
         raise ValidationError({f"plan.{exc.field}": exc.problem}) from exc
+    if options.runner not in Runner.values:
+        problems["runner"] = f"must be one of {', '.join(Runner.values)}, got {options.runner!r}"
     if problems:
         raise ValidationError(problems)
     batch = options.batch_size or source.batch_size or 64
     micro = options.micro_batches or (1 if len(plan.stages) == 1 else 4)
+    sync_params = dict(options.sync_params or {})
+    dp: dict[str, Any] = {}
+    if options.runner == Runner.DATAPARALLEL:
+        sync_params = dataparallel.resolve_mode(options.sync_mode, sync_params)
+        given = options.dataparallel or {}
+        dp = dataparallel.settings(given.get("workers", dataparallel.DEFAULT_WORKERS),
+                                   given.get("slowdowns") or (), given.get("backend", "emulated"))
+        dataparallel.train_config(dp, options.steps, batch, options.lr, options.seed)
     return {
+        "runner": options.runner,
+        "sync_params": sync_params,
+        "dataparallel": dp,
         "plan": source.plan,
         "model_name": source.model_name,
         "model_size": source.model_size,
@@ -274,6 +309,12 @@ def _fields(source: PlanSource, options: RunOptions) -> dict[str, Any]:
 
 
 def _describe(job: Job) -> str:
+    if job.is_dataparallel:
+        dp = job.dataparallel
+        slow = ",".join(f"{s:g}" for s in dp.get("slowdowns") or []) or "none"
+        return (f"{job.model_name} ({job.model_size}) data-parallel, {job.steps} steps of "
+                f"{job.batch_size} per worker, sync {job.sync_mode} {job.sync_params}, "
+                f"{dp.get('workers')} workers, slowdowns {slow}, backend {dp.get('backend')}")
     binding = ", ".join(f"{k}={v}" for k, v in job.binding.items()) or "all on local cpu"
     return (f"{job.model_name} ({job.model_size}), {job.steps} steps of {job.batch_size}, "
             f"sync {job.sync_mode}, binding {binding}")

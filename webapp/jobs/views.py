@@ -32,13 +32,16 @@ def job_list(request: HttpRequest) -> HttpResponse:
 
 def detail(request: HttpRequest, pk: int) -> HttpResponse:
     job = get_owned(request.user, Job.objects.select_related("project", "work"), pk)
+    series = services.metrics_series(job)
     context = {
         "job": job,
         "plan": Plan.from_dict(job.plan),
         "state": services.state(job),
-        "series": services.metrics_series(job),
+        "series": series,
         "can_edit": can(request.user, job.project_id, Action.EDIT),
     }
+    if job.is_dataparallel:
+        context.update(services.dataparallel_view(job, series))
     return render(request, "jobs/detail.html", context)
 
 
