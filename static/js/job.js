@@ -26,18 +26,35 @@
   function draw() {
     const t = series.map((s) => s.elapsed_s);
     const tEnd = t.length ? t[t.length - 1] : 1;
+    // The plan's estimate is for its pipeline on the cluster: no yardstick for a
+    // data-parallel run on the trainer's clock, so that line is left out there.
     Plotly.react("chart-throughput", [
-      { x: t, y: series.map((s) => s.samples_per_s), name: "measured", mode: "lines+markers" },
-      { x: [0, tEnd], y: [job.predicted_throughput, job.predicted_throughput], name: "plan estimate", mode: "lines", line: { dash: "dash" } },
+      { x: t, y: series.map((s) => s.samples_per_s), name: dp ? "all workers" : "measured", mode: "lines+markers" },
+      ...(dp ? [] : [{ x: [0, tEnd], y: [job.predicted_throughput, job.predicted_throughput], name: "plan estimate", mode: "lines", line: { dash: "dash" } }]),
     ], layout(timeAxis, "throughput (samples/s)"), config);
     const withLoss = series.filter((s) => s.loss !== null);
+    const lossLayout = layout(stepAxis, "loss (training objective)");
+    const sw = dp ? switchStep() : null;
+    if (sw !== null) {
+      lossLayout.shapes = [{ type: "line", x0: sw, x1: sw, yref: "paper", y0: 0, y1: 1, line: { dash: "dot", color: "#33445c" } }];
+      lossLayout.annotations = [{ x: sw, yref: "paper", y: 0.02, text: "AHL→SHL", showarrow: false, xanchor: "left" }];
+    }
     Plotly.react("chart-loss", [
       { x: withLoss.map((s) => s.step), y: withLoss.map((s) => s.loss), name: "loss (window mean)", mode: "lines+markers" },
-    ], layout(stepAxis, "loss (training objective)"), config);
+    ], lossLayout, config);
     Plotly.react("chart-cost", [
       { x: t, y: series.map((s) => s.cost), name: "accrued ($ total, this run)", mode: "lines+markers" },
       { x: [0, tEnd], y: [0, job.predicted_cost_per_hour * tEnd / 3600], name: "estimate ($/hour × time)", mode: "lines", line: { dash: "dash" } },
     ], layout(timeAxis, "cost ($ total)"), config);
+  }
+
+  function switchStep() {
+    // ASHL's switch: every data-parallel sample after it carries its global step.
+    for (let i = series.length - 1; i >= 0; i--) {
+      const w = (series[i].stages || [])[0];
+      if (w && w.switch_step !== null && w.switch_step !== undefined) return w.switch_step;
+    }
+    return null;
   }
 
   function stages(rows) {

@@ -48,8 +48,8 @@
     const shapes = sw === null ? [] : [{ type: "line", x0: sw, x1: sw, yref: "paper", y0: 0, y1: 1, line: { dash: "dot", color: "#33445c" } }];
     const annotations = sw === null ? [] : [{ x: sw, yref: "paper", y: 1, text: "AHL→SHL", showarrow: false, yanchor: "bottom" }];
     Plotly.react("chart-step-times", traces, {
-      margin: { l: 60, r: 10, t: 24, b: 40 }, height: 300, showlegend: true,
-      legend: { orientation: "h", x: 0, y: -0.25 },
+      margin: { l: 60, r: 10, t: 24, b: 110 }, height: 360, showlegend: true,
+      legend: { orientation: "h", x: 0, y: -0.32, yanchor: "top" },
       xaxis: { title: { text: `time (${unit})` } },
       yaxis: { title: { text: "step time, rolling median (ms)" }, rangemode: "tozero" },
       shapes, annotations,

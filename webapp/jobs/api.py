@@ -14,8 +14,8 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from webapp.jobs import runconfig, services
-from webapp.jobs.models import Job
+from webapp.jobs import dataparallel, runconfig, services
+from webapp.jobs.models import Job, Runner
 from webapp.projects.permissions import Action, get_owned, visible
 
 
@@ -26,8 +26,9 @@ class JobSerializer(serializers.ModelSerializer):
         model = Job
         fields = [
             "id", "project", "name", "status", "runs", "work", "model_name", "model_size",
-            "scheduler", "plan_result_id", "plan", "binding", "sync_mode", "sync_params",
-            "steps", "batch_size", "micro_batches", "lr", "seed", "predicted_throughput",
+            "scheduler", "plan_result_id", "plan", "binding", "runner", "sync_mode",
+            "sync_params", "dataparallel", "steps", "batch_size", "micro_batches", "lr", "seed",
+            "predicted_throughput",
             "predicted_cost_per_hour", "accrued_cost", "last_throughput", "last_loss",
             "last_step", "summary", "created_at",
         ]
@@ -37,7 +38,12 @@ class JobSerializer(serializers.ModelSerializer):
 class ApproveSerializer(serializers.Serializer):
     plan_result = serializers.IntegerField()
     steps = serializers.IntegerField(min_value=1)
+    runner = serializers.ChoiceField(choices=Runner.choices, default=Runner.PIPELINE)
     sync_mode = serializers.ChoiceField(choices=[], default="bsp")
+    # Data-parallel: the mode's parameters and {"workers", "slowdowns", "backend"}; the
+    # core validates both (errors name mode.<mode>.<param> / dataparallel.<setting>).
+    sync_params = serializers.DictField(required=False)
+    dataparallel = serializers.DictField(required=False)
     binding = serializers.DictField(child=serializers.CharField(), required=False)
     batch_size = serializers.IntegerField(min_value=1, required=False)
     micro_batches = serializers.IntegerField(min_value=1, required=False)
@@ -45,14 +51,17 @@ class ApproveSerializer(serializers.Serializer):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["sync_mode"].choices = [name for name, _ in runconfig.sync_mode_choices()]
+        names = [name for name, _ in runconfig.sync_mode_choices()]
+        names += [n for n, _ in dataparallel.mode_choices() if n not in names]
+        self.fields["sync_mode"].choices = names
 
     def options(self) -> services.RunOptions:
         data = self.validated_data
         return services.RunOptions(
             steps=data["steps"], sync_mode=data["sync_mode"], binding=data.get("binding"),
             batch_size=data.get("batch_size"), micro_batches=data.get("micro_batches"),
-            lr=data["lr"],
+            lr=data["lr"], runner=data["runner"], sync_params=data.get("sync_params"),
+            dataparallel=data.get("dataparallel"),
         )
 
 

@@ -56,8 +56,12 @@ def settings(workers: Any, slowdowns: Any, backend: Any) -> dict[str, Any]:
     """The job's stored data-parallel settings, checked by `TrainConfig`'s own validation."""
     if isinstance(slowdowns, str):
         slowdowns = parse_slowdowns(slowdowns)
+    elif not isinstance(slowdowns, list | tuple):
+        raise ValidationError({"dataparallel.slowdowns": (
+            f"must be a list of factors or text like 1,1,4; got {slowdowns!r}")})
     stored = {"workers": workers, "slowdowns": list(slowdowns or ()), "backend": backend}
     train_config(stored, steps=1, batch_size=1, lr=0.05, seed=0)
+    stored["slowdowns"] = [float(s) for s in stored["slowdowns"]]  # checked numbers by now
     return stored
 
 

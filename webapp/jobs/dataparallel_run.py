@@ -48,7 +48,7 @@ class _Worker:
     max_staleness: int = 0
     bytes_sent: int = 0
 
-    def entry(self, worker: int, switch_s: float | None) -> dict[str, Any]:
+    def entry(self, worker: int, switch: dict[str, Any] | None) -> dict[str, Any]:
         return {
             "worker": worker, "slowdown": self.slowdown, "batch_size": self.batch_size,
             "steps": self.steps,
@@ -56,7 +56,9 @@ class _Worker:
             "loss": self.loss, "phase": self.phase, "straggler": self.straggler,
             "z_score": self.z_score, "staleness": self.staleness,
             "max_staleness": self.max_staleness, "bytes_sent": self.bytes_sent,
-            "switch_s": switch_s,
+            # ASHL's switch, once known (the stored row has no other place for it).
+            "switch_s": switch["time_s"] if switch else None,
+            "switch_step": switch["global_step"] if switch else None,
         }
 
 
@@ -122,7 +124,6 @@ class Sampler:
         if self.global_step == step and self.time_s == time_s:
             return
         span = self.time_s - time_s
-        switch_s = self.switch["time_s"] if self.switch else None
         self.emit({
             "step": self.global_step, "total_steps": self.total_steps,
             "elapsed_s": self.time_s,
@@ -130,7 +131,7 @@ class Sampler:
             "loss": statistics.fmean(self._losses) if self._losses else None,
             # The plan's $/hour over the run's time: an estimate, there is no cluster bill.
             "cost": self.cost_per_hour * self.time_s / 3600,
-            "stages": [w.entry(i, switch_s) for i, w in enumerate(self.workers)],
+            "stages": [w.entry(i, self.switch) for i, w in enumerate(self.workers)],
             "runner": "dataparallel",
             "phase": self._phase(),
             "switch": self.switch,

@@ -148,7 +148,7 @@ def _param_field(param: str, spec: dict[str, Any]) -> forms.Field:
         help_text += f" ({', '.join(bounds)}; default {spec['default']})"
     if spec["type"] == "boolean":
         return forms.BooleanField(required=False, initial=spec["default"], label=param,
-                                  help_text=f"{help_text} (default {spec['default']})")
+                                  help_text=f"{help_text} (default {str(spec['default']).lower()})")
     attrs = {"step": "1" if spec["type"] == "integer" else "any"}
     attrs.update({k[:3]: str(spec[k]) for k in ("minimum", "maximum") if k in spec})
     return forms.CharField(required=False, initial=spec["default"], label=param,

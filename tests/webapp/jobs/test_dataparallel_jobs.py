@@ -162,6 +162,7 @@ def test_a_real_data_parallel_run_stores_per_worker_samples(dp_job: Job) -> None
     assert {w["phase"] for w in last} == {"SHL"}
     switch_s = last[0]["switch_s"]
     assert switch_s is not None and 0 < switch_s < rows[-1].elapsed_s
+    assert last[0]["switch_step"] == dp_job.summary["switch"]["global_step"]
     assert all(w["bytes_sent"] > 0 and w["max_staleness"] >= 0 for w in last)
     assert all(rows[i].elapsed_s <= rows[i + 1].elapsed_s for i in range(len(rows) - 1))
     assert dp_job.summary["switch"]["phase"] == "SHL"
@@ -193,3 +194,100 @@ def test_outsiders_get_404_for_a_data_parallel_job(
     client = login(personas.outsider)
     for url in (f"/jobs/{job.pk}/", f"/api/jobs/{job.pk}/", f"/api/jobs/{job.pk}/metrics/"):
         assert client.get(url).status_code == 404, url
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_viewer_sees_the_data_parallel_samples_live(
+    client: Any, personas: Any, source: Any
+) -> None:
+    """Through the real ASGI app: every stored sample reaches the viewer's websocket after
+    its commit, with the per-worker step times, phase and straggler flags."""
+    import asyncio
+
+    from asgiref.sync import sync_to_async
+    from channels.db import database_sync_to_async
+    from channels.testing import WebsocketCommunicator
+
+    from webapp.asgi import application
+
+    job = await database_sync_to_async(services.approve)(personas.member, source, RunOptions(
+        steps=60, runner=Runner.DATAPARALLEL, sync_mode="ssp", sync_params={"staleness": 1},
+        dataparallel={"workers": 3, "slowdowns": [1, 1, 4]}))
+    await client.aforce_login(personas.viewer)
+    cookie = f"sessionid={client.cookies['sessionid'].value}".encode()
+    socket = WebsocketCommunicator(application, f"/ws/jobs/work/{job.work_id}/",
+                                   headers=[(b"cookie", cookie), (b"origin", b"http://localhost")])
+    assert (await socket.connect())[0]
+    assert (await socket.receive_json_from(timeout=5))["work"]["status"] == "queued"
+    # Like the Celery worker: not the thread the consumers' database calls share.
+    run = asyncio.create_task(sync_to_async(work_services.run_work, thread_sensitive=False)(
+        job.work_id))
+    events = []
+    while not events or not events[-1]["finished"]:
+        events.append((await socket.receive_json_from(timeout=60))["work"])
+    await run
+    await socket.disconnect()
+    assert events[-1]["status"] == "succeeded", events[-1]["error"]
+    samples = [e["metrics"] for e in events if "step" in e["metrics"]]
+    stored = [(m.step, m.elapsed_s) async for m in JobMetric.objects.filter(job=job)]
+    # (the finished event repeats the work's last progress, hence sets)
+    assert set(stored) == {(s["step"], s["elapsed_s"]) for s in samples}
+    assert samples[-1]["step"] == 60 and samples[-1]["runner"] == "dataparallel"
+    assert all(s["phase"] == "ssp" for s in samples)
+    workers = samples[-1]["stages"]
+    assert [w["worker"] for w in workers] == [0, 1, 2]
+    assert workers[2]["step_time_s"] > 3 * workers[0]["step_time_s"]
+    assert max(w["max_staleness"] for w in workers) <= 1  # SSP's bound holds
+
+
+def test_the_api_approves_a_data_parallel_run_and_names_bad_fields(
+    login: Any, personas: Any, plan_result: Any
+) -> None:
+    client = login(personas.member)
+    body = {"plan_result": plan_result.pk, "steps": 20, "runner": "dataparallel",
+            "sync_mode": "local_sgd", "sync_params": {"period": 0},
+            "dataparallel": {"workers": 2, "slowdowns": [1, 3]}}
+    bad = client.post("/api/jobs/", body, content_type="application/json")
+    assert bad.status_code == 400 and "must be >= 1" in bad.json()["mode.local_sgd.period"][0]
+    made = client.post("/api/jobs/", dict(body, sync_params={"period": 5}),
+                       content_type="application/json")
+    assert made.status_code == 201
+    job = made.json()
+    assert (job["runner"], job["sync_mode"], job["sync_params"]) == (
+        "dataparallel", "local_sgd", {"period": 5})
+    assert job["dataparallel"] == {"workers": 2, "slowdowns": [1, 3], "backend": "emulated"}
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_cancelling_from_the_page_stops_the_trainer(
+    client: Any, async_client: Any, personas: Any, source: Any
+) -> None:
+    import asyncio
+
+    from asgiref.sync import sync_to_async
+    from channels.db import database_sync_to_async
+    from channels.testing import WebsocketCommunicator
+
+    from webapp.asgi import application
+
+    job = await database_sync_to_async(services.approve)(personas.member, source, RunOptions(
+        steps=4000, runner=Runner.DATAPARALLEL, sync_mode="asp"))
+    await client.aforce_login(personas.member)
+    cookie = f"sessionid={client.cookies['sessionid'].value}".encode()
+    socket = WebsocketCommunicator(application, f"/ws/jobs/work/{job.work_id}/",
+                                   headers=[(b"cookie", cookie), (b"origin", b"http://localhost")])
+    assert (await socket.connect())[0]
+    run = asyncio.create_task(sync_to_async(work_services.run_work, thread_sensitive=False)(
+        job.work_id))
+    while "step" not in (await socket.receive_json_from(timeout=60))["work"]["metrics"]:
+        pass  # wait until the trainer reports, so the cancel hits a running job
+    await async_client.aforce_login(personas.member)
+    assert (await async_client.post(f"/jobs/{job.pk}/cancel/")).status_code == 302
+    events = []
+    while not events or not events[-1]["finished"]:
+        events.append((await socket.receive_json_from(timeout=60))["work"])
+    await run
+    await socket.disconnect()
+    assert events[-1]["status"] == "cancelled"
+    job = await Job.objects.aget(pk=job.pk)
+    assert 0 < job.last_step < 4000 and "cancelled at step" in job.log
