@@ -44,3 +44,12 @@ def page(browser: Any, request: pytest.FixtureRequest, settings: Any) -> Iterato
         page.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
     context.close()
 
+
+@pytest.fixture
+def worker() -> Iterator[Any]:
+    """The embedded Celery worker, as `manage.py up` runs it, for pages that start work."""
+    from workers import embedded
+
+    started = embedded.start(concurrency=2)
+    yield started
+    started.stop()

@@ -24,15 +24,6 @@ PHONE = {"width": 390, "height": 844}
 
 
 @pytest.fixture
-def worker() -> Iterator[Any]:
-    from workers import embedded
-
-    started = embedded.start(concurrency=2)
-    yield started
-    started.stop()
-
-
-@pytest.fixture
 def asgi_url(live_server: Any) -> Iterator[str]:
     """Daphne serving the real ASGI app (HTTP + websockets) from a thread of this process,
     so it shares the test database and the embedded channel layer with the worker.

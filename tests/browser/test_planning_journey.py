@@ -7,7 +7,6 @@ Redis (the worker is started in-process either way). Screenshots of every page a
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,15 +16,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(trans
 
 SHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "planning"
 PHONE = {"width": 390, "height": 844}
-
-
-@pytest.fixture
-def worker() -> Iterator[Any]:
-    from workers import embedded
-
-    started = embedded.start(concurrency=1)
-    yield started
-    started.stop()
 
 
 def _until(page: Any, selector: str, timeout_s: float = 90) -> None:
