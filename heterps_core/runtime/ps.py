@@ -15,7 +15,7 @@ replica may read rows that miss another replica's latest update).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +30,8 @@ from heterps_core.runtime.wire import TAG_PS_PAYLOAD, TAG_PS_REPLY, TAG_PS_REQUE
 from heterps_core.zoo.base import ChainModel
 
 OP_PULL, OP_PUSH, OP_CHECKPOINT, OP_DONE = 1, 2, 3, 4
+# Updates scale the values first: index_add_ with `alpha` takes a slow per-row path on the
+# CPU (about 12x slower for a mini-batch's rows in torch 2.13).
 _HEADER = 4  # op, table, round (or step), rows
 
 
@@ -137,13 +139,13 @@ class ParameterServer:
         idx = self._recv(src, torch.empty(n, dtype=torch.int64))
         values = self._recv(src, torch.empty(n, table.rows.shape[1], dtype=table.rows.dtype))
         if not self.synchronous:
-            table.rows.index_add_(0, idx, values, alpha=-self.lr / table.replicas)
+            table.rows.index_add_(0, idx, values * (-self.lr / table.replicas))
             return
         table.pending.setdefault(round_, []).append((idx, values))
         # Rounds complete in order: every replica pushes each round before its next pull.
         while len(table.pending.get(table.applied_round + 1, [])) == table.replicas:
             for idx_r, values_r in table.pending.pop(table.applied_round + 1):
-                table.rows.index_add_(0, idx_r, values_r, alpha=-self.lr / table.replicas)
+                table.rows.index_add_(0, idx_r, values_r * (-self.lr / table.replicas))
             table.applied_round += 1
 
     def _answer_pulls(self) -> None:
@@ -169,6 +171,10 @@ class ParameterServer:
 # --- client ---------------------------------------------------------------------------------
 
 
+class _AllPulled(Exception):
+    """Ends a prefetch forward pass early: nothing after the last lookup is needed."""
+
+
 class PSClient:
     """A stage's view of the parameter server for the tables its layers hold."""
 
@@ -177,7 +183,18 @@ class PSClient:
         self.refs = refs
         self.clock = clock
         self.round = 0
-        self._fresh = [torch.zeros(ref.weight.shape[0], dtype=torch.bool) for ref in refs]
+        # A stage with one replica is the only writer of its tables: applying its own
+        # updates locally keeps every row it holds current, so it need not pull them back
+        # (the PS still gets every push, for checkpoints). Rows start current on a fresh run
+        # (stage and PS build the same seeded model) and stale after a resume.
+        self.sole_writer = bool(refs) and spec.stages[owning_stage(spec, refs[0])].units == 1
+        self.lr = spec.train.lr
+        current = self.sole_writer and spec.start_step == 0
+        self._all_current = current
+        self._fresh = [
+            torch.full((ref.weight.shape[0],), current, dtype=torch.bool) for ref in refs
+        ]
+        self._collecting: set[int] | None = None  # tables pulled so far by `prefetch`
         self.outbox = Outbox()
         self._hooks = [
             ref.module.register_forward_pre_hook(self._make_hook(i)) for i, ref in enumerate(refs)
@@ -186,17 +203,44 @@ class PSClient:
     def begin(self, round_: int) -> None:
         """A new mini-batch: every row must be pulled again before it is read."""
         self.round = round_
+        if self.sole_writer:
+            return
         for fresh in self._fresh:
             fresh.zero_()
+
+    def prefetch(self, forward: Callable[[], object]) -> None:
+        """Pull the rows a whole mini-batch reads, one round trip per table and shard.
+
+        `forward` runs the stage on the whole mini-batch; it is cut short once every table
+        has been pulled. Its micro-batches then find their rows fresh, so the round trips
+        (and the wait for the previous round's update) leave the micro-batch loop.
+        """
+        if self._all_current:
+            return
+        self._collecting = set()
+        try:
+            with torch.no_grad():
+                forward()
+        except _AllPulled:
+            pass
+        finally:
+            self._collecting = None
 
     def _make_hook(self, i: int) -> Any:
         def hook(module: nn.Module, args: tuple[Any, ...]) -> None:
             self.pull(i, args[0])
+            if self._collecting is not None:
+                self._collecting.add(i)
+                if len(self._collecting) == len(self.refs):
+                    raise _AllPulled
 
         return hook
 
     def _by_shard(self, idx: torch.Tensor) -> Iterator[tuple[int, torch.Tensor, torch.Tensor]]:
         n = len(self.ps)
+        if n == 1:  # the common case: no masks, no copies
+            yield 0, idx, idx
+            return
         shard_of = idx % n
         for shard in range(n):
             mask = shard_of == shard
@@ -204,6 +248,8 @@ class PSClient:
                 yield shard, idx[mask], idx[mask] // n
 
     def pull(self, i: int, indices: torch.Tensor) -> None:
+        if self._all_current:
+            return
         ref = self.refs[i]
         idx = indices.detach().reshape(-1).to("cpu").unique()
         idx = idx[~self._fresh[i][idx]]
@@ -242,17 +288,30 @@ class PSClient:
                 grad = grad if grad.is_sparse else grad.to_sparse()
                 idx = grad._indices()[0].to("cpu")
                 values = grad._values().to("cpu")
+                if self.sole_writer:
+                    # The same update the server applies (it sums duplicates alike).
+                    weight.data.index_add_(0, grad._indices()[0], grad._values() * -self.lr)
             weight.grad = None
-            n = len(self.ps)
-            for shard in range(n):
-                mask = idx % n == shard
+            for shard, shard_idx, shard_values in self._split_push(idx, values):
                 self.outbox.send(
-                    _header(OP_PUSH, ref.table, round_, int(mask.sum())),
+                    _header(OP_PUSH, ref.table, round_, shard_idx.numel()),
                     self.ps[shard],
                     TAG_PS_REQUEST,
                 )
-                self.outbox.send(idx[mask] // n, self.ps[shard], TAG_PS_PAYLOAD)
-                self.outbox.send(values[mask], self.ps[shard], TAG_PS_PAYLOAD)
+                self.outbox.send(shard_idx, self.ps[shard], TAG_PS_PAYLOAD)
+                self.outbox.send(shard_values, self.ps[shard], TAG_PS_PAYLOAD)
+
+    def _split_push(
+        self, idx: torch.Tensor, values: torch.Tensor
+    ) -> Iterator[tuple[int, torch.Tensor, torch.Tensor]]:
+        """(shard, shard-local rows, values) for every shard, empty parts included."""
+        n = len(self.ps)
+        if n == 1:
+            yield 0, idx, values
+            return
+        for shard in range(n):
+            mask = idx % n == shard
+            yield shard, idx[mask] // n, values[mask]
 
     def marker(self, op: int, step: int) -> None:
         for rank in self.ps:

@@ -98,10 +98,14 @@ class StageWorker:
         depth = 0 if last else self.mode.run_ahead(has_dense=bool(self.dense))
         in_flight: deque[_InFlight] = deque()
         self.clock.reset()
+        batch = next(data) if data is not None else None
         for round_ in range(spec.start_step // k, spec.train.steps // k):
             m = round_ * k + self.me.replica
-            batch = next(data) if data is not None else None
             in_flight.append(self.forward_part(m, round_, batch))
+            # Produce the next batch now, while the later stages work on this one: it is off
+            # the critical path here, on it after the backward pass.
+            more = round_ + 1 < spec.train.steps // k
+            batch = next(data) if data is not None and more else None
             boundary = (round_ + 1) * k
             due = self._checkpoint_due(boundary)
             while len(in_flight) > (0 if due else depth):
@@ -137,6 +141,9 @@ class StageWorker:
         if batch is not None:
             raw_inputs, raw_labels = batch
             inputs = _split_inputs(raw_inputs, n_micro, self.device)
+            if self.client is not None and n_micro > 1:
+                whole = {key: value.to(self.device) for key, value in raw_inputs.items()}
+                self.client.prefetch(lambda: self._forward(whole))
             if last:
                 labels = list(raw_labels.to(self.device).tensor_split(n_micro))
             else:
