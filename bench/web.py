@@ -331,10 +331,10 @@ def write(out: Path, pages: list[dict[str, Any]], ws: dict[int, list[float]],
         "",
         f"Measured {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC with `{command}`.",
         "",
-        f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores **shared with other "
-        "engineers' test runs at the same time** (numbers are noisy, and worse than on an "
-        f"idle machine), Python {platform.python_version()}, PostgreSQL and Redis on "
-        "localhost.",
+        f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores, load average "
+        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} when the report was written "
+        "(everything, the runtime's processes included, runs on these cores), Python "
+        f"{platform.python_version()}, PostgreSQL and Redis on localhost.",
         "",
         f"Data: {seeded['plans']} planning results (100 requests x 10 schedulers) and "
         f"{seeded['jobs']} jobs (10 running, 40 metric samples each) in PostgreSQL, one "
