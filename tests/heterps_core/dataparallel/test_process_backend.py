@@ -126,7 +126,9 @@ def test_every_mode_trains_with_real_workers(runs: dict[str, Recorded], name: st
     # order is asserted: on a busy machine contention inflates the fast workers' compute too.
     assert workers[2].mean_step_time_s > workers[0].mean_step_time_s
     if name in ("asp", "adsp"):  # nobody waits, so the slowed worker does fewer steps
-        assert workers[2].steps < workers[0].steps
+        # than the fastest full-speed worker (one full-speed process can lose the CPU to the
+        # other processes starting up on 2 cores, so comparing with a fixed one is flaky).
+        assert workers[2].steps < max(workers[0].steps, workers[1].steps)
     assert len(run.pids) == 3 and not run.pids & worker_pids()
 
 
