@@ -30,24 +30,22 @@ from heterps_core.dataparallel.compression import VALUE_BYTES, Payload, message_
 from heterps_core.dataparallel.config import TrainConfig
 from heterps_core.dataparallel.data import ShardStream
 from heterps_core.dataparallel.errors import DataParallelError
-from heterps_core.dataparallel.evaluation import evaluate
 from heterps_core.dataparallel.events import (
     CommitEvent,
-    EvalEvent,
     MetricsCallback,
     PhaseEvent,
     ProfileEvent,
     RebalanceEvent,
     StepEvent,
-    StragglerEvent,
     WorkerProfile,
     no_metrics,
 )
-from heterps_core.dataparallel.flat import get_flat, set_flat
+from heterps_core.dataparallel.flat import get_flat
 from heterps_core.dataparallel.modes.base import RoundPlan, SyncMode, SyncView
+from heterps_core.dataparallel.observers import ServerObservers
 from heterps_core.dataparallel.profiling import profile_workers, wire_s
 from heterps_core.dataparallel.result import TrainResult, WorkerSummary
-from heterps_core.dataparallel.stragglers import StragglerDetector, balanced_batches
+from heterps_core.dataparallel.stragglers import StragglerDetector
 from heterps_core.dataparallel.worker import Worker
 from heterps_core.zoo.base import Batch, ChainModel, ModelConfig, ZooModel
 
@@ -152,7 +150,7 @@ def held_out(zoo_model: ZooModel, model_config: ModelConfig, config: TrainConfig
     return stream.take(config.eval_samples)
 
 
-class _Engine:
+class _Engine(ServerObservers):
     def __init__(self, spec: DataParallelRun) -> None:
         cfg = spec.config
         self.spec, self.cfg, self.mode, self.emit = spec, cfg, spec.mode, spec.metrics
@@ -219,7 +217,7 @@ class _Engine:
     def _loop(self) -> None:
         handlers = {
             _Kind.START: self._start, _Kind.STEP: self._step, _Kind.PUSH: self._push,
-            _Kind.EVAL: lambda t, _w: self._evaluate(t, reschedule=True),
+            _Kind.EVAL: lambda t, _w: self._evaluate_and_reschedule(t),
         }
         while self.heap and not self.stopped:
             t, kind, _, worker = heapq.heappop(self.heap)
@@ -368,33 +366,14 @@ class _Engine:
 
     # -- observers -------------------------------------------------------------------------
 
-    def _evaluate(self, t: float, reschedule: bool = False) -> None:
-        set_flat(self.server, self.theta)
-        held = evaluate(self.server, self.held_out)
-        event = EvalEvent(t, self.global_step, held.loss, held.auc, held.accuracy)
-        self.result.evals.append(event)
-        self.emit(event)
-        target = self.cfg.target_loss
-        if self.cfg.stop_at_target and target is not None and held.loss <= target:
-            self.stopped = "target"
-        elif reschedule:
+    def _evaluate_and_reschedule(self, t: float) -> None:
+        self._evaluate(t)
+        if self.stopped != "target":
             self._schedule(t + self.cfg.eval_every_s, _Kind.EVAL, -1)
 
-    def _update_flags(self, t: float) -> None:
-        report = self.detector.report()
-        if report is None or report.flags == self.flags:
-            return
-        self.flags = report.flags
-        self.emit(StragglerEvent(t, report.flags, report.z_scores, report.step_times_s))
-
     def _rebalance(self, t: float) -> None:
-        self.last_rebalance = t
-        if any(not samples for samples in self.per_sample):
-            return
-        speeds = tuple(1.0 / statistics.median(s) for s in self.per_sample)
-        total = self.cfg.batch_size * self.cfg.workers
-        sizes = balanced_batches(total, speeds)
-        if sizes == tuple(w.batch_size for w in self.workers):
+        sizes = self._rebalanced(t, tuple(w.batch_size for w in self.workers))
+        if sizes is None:
             return
         for worker, size in zip(self.workers, sizes, strict=True):
             worker.batch_size = size

@@ -25,19 +25,17 @@ import torch
 from heterps_core.dataparallel.compression import VALUE_BYTES
 from heterps_core.dataparallel.engine import DataParallelRun, held_out
 from heterps_core.dataparallel.errors import DataParallelError
-from heterps_core.dataparallel.evaluation import evaluate
 from heterps_core.dataparallel.events import (
     CommitEvent,
-    EvalEvent,
     PhaseEvent,
     ProfileEvent,
     RebalanceEvent,
     StepEvent,
-    StragglerEvent,
     WorkerProfile,
 )
-from heterps_core.dataparallel.flat import get_flat, set_flat
+from heterps_core.dataparallel.flat import get_flat
 from heterps_core.dataparallel.modes.base import SyncView
+from heterps_core.dataparallel.observers import ServerObservers
 from heterps_core.dataparallel.process.messages import (
     GO,
     STOP,
@@ -55,7 +53,7 @@ from heterps_core.dataparallel.process.messages import (
 )
 from heterps_core.dataparallel.profiling import pooled
 from heterps_core.dataparallel.result import TrainResult, WorkerSummary
-from heterps_core.dataparallel.stragglers import StragglerDetector, balanced_batches
+from heterps_core.dataparallel.stragglers import StragglerDetector
 from heterps_core.runtime.errors import RunError
 from heterps_core.runtime.launcher import PACKAGE_ROOT, _die_with_parent
 from heterps_core.runtime.store import serve
@@ -65,7 +63,7 @@ STOP_GRACE_S = 3.0
 START_TIMEOUT_S = 120.0
 
 
-class ProcessEngine:
+class ProcessEngine(ServerObservers):
     def __init__(self, spec: DataParallelRun) -> None:
         cfg = spec.config
         self.spec, self.cfg, self.mode, self.emit = spec, cfg, spec.mode, spec.metrics
@@ -372,33 +370,12 @@ class ProcessEngine:
 
     # -- observers -------------------------------------------------------------------------
 
-    def _evaluate(self, t: float) -> None:
-        set_flat(self.server, self.theta)
-        held = evaluate(self.server, self.held_out)
-        event = EvalEvent(t, self.global_step, held.loss, held.auc, held.accuracy)
-        self.result.evals.append(event)
-        self.emit(event)
-        target = self.cfg.target_loss
-        if self.cfg.stop_at_target and target is not None and held.loss <= target:
-            self.stopped = "target"
-
-    def _update_flags(self, t: float) -> None:
-        report = self.detector.report()
-        if report is None or report.flags == self.flags:
-            return
-        self.flags = report.flags
-        self.emit(StragglerEvent(t, report.flags, report.z_scores, report.step_times_s))
-
     def _rebalance(self, t: float) -> None:
         # Never inside an all-reduce round: its shares (batch / total) must add up to 1.
         if self.in_collective:
             return
-        self.last_rebalance = t
-        if any(not samples for samples in self.per_sample):
-            return
-        speeds = tuple(1.0 / statistics.median(s) for s in self.per_sample)
-        sizes = balanced_batches(self.cfg.batch_size * self.cfg.workers, speeds)
-        if sizes == tuple(self.batch_sizes):
+        sizes = self._rebalanced(t, tuple(self.batch_sizes))
+        if sizes is None:
             return
         self.batch_sizes = list(sizes)
         self.emit(RebalanceEvent(t, sizes))
