@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -140,22 +140,6 @@ def _client(redis_url: str) -> Celery:
     return client
 
 
-def _live_processes_mentioning(text: str) -> list[int]:
-    """Pids of running (not zombie) processes whose command line contains `text`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if text in cmdline and state != "Z":
-            found.append(int(entry.name))
-    return found
-
-
 def _start_machine(redis_url: str, resource: str, home: Path) -> subprocess.Popen[bytes]:
     """A worker machine as an operator starts it (`make worker QUEUES=heterps.res.TYPE`)."""
     home.mkdir()
@@ -198,7 +182,8 @@ def _wait_or_kill(machine: subprocess.Popen[bytes]) -> None:
 
 @pytest.fixture(scope="module")
 def machines(
-    redis_url: str, tmp_path_factory: pytest.TempPathFactory
+    redis_url: str, tmp_path_factory: pytest.TempPathFactory,
+    live_processes: Callable[[str], list[int]],
 ) -> Iterator[tuple[Celery, list[str]]]:
     """Two machines shared by this module's tests: starting a Celery worker takes seconds."""
     tag = uuid.uuid4().hex[:8]
@@ -210,13 +195,13 @@ def machines(
         machine.terminate()  # warm shutdown, both at once; the pool children exit with it
     for machine in started:
         _wait_or_kill(machine)
-    assert _live_processes_mentioning(f"-{tag}@") == []
+    assert live_processes(f"-{tag}@") == []
 
 
 @pytest.mark.production
 @pytest.mark.slow
 def test_remote_stages_run_on_two_celery_machines_and_match_the_plain_loop(
-    machines: tuple[Celery, list[str]], tmp_path: Path
+    machines: tuple[Celery, list[str]], tmp_path: Path, live_processes: Callable[[str], list[int]]
 ) -> None:
     client, types = machines
     remote = {t: Target("remote") for t in types}
@@ -240,9 +225,9 @@ def test_remote_stages_run_on_two_celery_machines_and_match_the_plain_loop(
     assert torch.allclose(torch.tensor(result.losses), torch.tensor(plain.losses), atol=1e-5)
     assert result.binding == {t: "remote" for t in types}
     deadline = time.monotonic() + 5  # agents reap their workers before acking the result
-    while _live_processes_mentioning(launcher.address) and time.monotonic() < deadline:
+    while live_processes(launcher.address) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert _live_processes_mentioning(launcher.address) == []
+    assert live_processes(launcher.address) == []
 
 
 @pytest.mark.production
@@ -264,7 +249,7 @@ def test_an_agent_that_cannot_reach_its_coordinator_fails_with_a_readable_error(
 @pytest.mark.production
 @pytest.mark.slow
 def test_a_failing_stage_process_fails_the_run_and_the_agent_result(
-    machines: tuple[Celery, list[str]], tmp_path: Path
+    machines: tuple[Celery, list[str]], tmp_path: Path, live_processes: Callable[[str], list[int]]
 ) -> None:
     client, types = machines
     launcher = Launcher(
@@ -287,4 +272,4 @@ def test_a_failing_stage_process_fails_the_run_and_the_agent_result(
         agent.get(timeout=30)
     agent.forget()
     assert f"for {types[1]} at {launcher.address}: a stage process exited" in str(failure.value)
-    assert _live_processes_mentioning(launcher.address) == []
+    assert live_processes(launcher.address) == []

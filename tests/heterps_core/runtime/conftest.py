@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -84,28 +84,12 @@ def settings(
     )
 
 
-def live_processes_mentioning(text: str) -> list[int]:
-    """Pids of running (not zombie) processes whose command line contains `text`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if text in cmdline and state != "Z":
-            found.append(int(entry.name))
-    return found
-
-
 class Jobs:
     """The helpers above as one fixture (test modules cannot import conftest under importlib)."""
 
     plan_for = staticmethod(plan_for)
     settings = staticmethod(settings)
-    live_processes_mentioning = staticmethod(live_processes_mentioning)
+    live_processes_mentioning: Callable[[str], list[int]]  # the root conftest's, set below
 
 
 def live_children() -> list[int]:
@@ -131,7 +115,8 @@ def no_orphans() -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
-def jobs() -> type[Jobs]:
+def jobs(live_processes: Callable[[str], list[int]]) -> type[Jobs]:
+    Jobs.live_processes_mentioning = staticmethod(live_processes)
     return Jobs
 
 
