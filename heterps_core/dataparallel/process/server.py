@@ -245,6 +245,20 @@ class ProcessEngine(ServerObservers):
             if proc.poll() is not None:
                 self._fail(w, proc)
 
+    def _send(self, w: int, message: object) -> None:
+        """Send to worker `w`; a worker that died since its last message fails the run the same
+        readable way as one found dead by polling (not with a bare BrokenPipeError)."""
+        try:
+            self.conns[w].send(message)
+        except OSError as exc:
+            proc = self.procs[w]
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=STOP_GRACE_S)
+            if proc.returncode is None:
+                raise RunError(f"lost the connection to data-parallel worker {w} "
+                               f"(pid {proc.pid}): {exc}", self._pids()) from exc
+            self._fail(w, proc)
+
     def _fail(self, w: int, proc: subprocess.Popen[bytes]) -> None:
         conn = self.by_worker.get(w)
         with contextlib.suppress(EOFError, OSError):
@@ -293,7 +307,7 @@ class ProcessEngine(ServerObservers):
         if plan.collective:
             self.in_collective.add(w)
         compressor = self.mode.compressor
-        self.conns[w].send(PlanReply(
+        self._send(w, PlanReply(
             local_steps=plan.local_steps, collective=plan.collective,
             compress=plan.compress and compressor is not None,
             topk_ratio=compressor.ratio if compressor else 1.0,
