@@ -125,10 +125,10 @@ def test_every_mode_trains_with_real_workers(runs: dict[str, Recorded], name: st
     # Wall-clock steps: the injected sleep makes worker 2's steps really slower. Only the
     # order is asserted: on a busy machine contention inflates the fast workers' compute too.
     assert workers[2].mean_step_time_s > workers[0].mean_step_time_s
-    if name in ("asp", "adsp"):  # nobody waits, so the slowed worker does fewer steps
-        # than the fastest full-speed worker (one full-speed process can lose the CPU to the
-        # other processes starting up on 2 cores, so comparing with a fixed one is flaky).
-        assert workers[2].steps < max(workers[0].steps, workers[1].steps)
+    # Step *counts* are not compared here: with 3 workers and the server on 2 cores the
+    # single server process, not compute, paces ASP/ADSP, and a sleeping worker leaves the CPU
+    # to the others, so counts swing either way (seen in CI). The emulated backend's tests,
+    # free of contention, assert the slowed worker's 3x step time and the staleness it causes.
     assert len(run.pids) == 3 and not run.pids & worker_pids()
 
 
