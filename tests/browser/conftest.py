@@ -4,6 +4,7 @@ A failed test leaves a screenshot under test-artifacts/."""
 from __future__ import annotations
 
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -53,3 +54,26 @@ def worker() -> Iterator[Any]:
     started = embedded.start(concurrency=2)
     yield started
     started.stop()
+
+
+def wait_for_selector(page: Any, selector: str, timeout_s: float = 120) -> None:
+    """Wait until `selector` shows. Work pages reload themselves when their websocket says
+    the work finished; reloading here too covers a missed event (the two may race) and a
+    live server without websockets."""
+    from playwright.sync_api import Error
+
+    deadline = time.monotonic() + timeout_s
+    while page.locator(selector).count() == 0:
+        assert time.monotonic() < deadline, f"{selector} did not appear on {page.url}"
+        page.wait_for_timeout(1000)
+        if page.locator(selector).count() == 0:
+            try:
+                page.reload()
+            except Error:  # the page's own reload won
+                page.wait_for_load_state()
+
+
+@pytest.fixture
+def until() -> Any:
+    """`until(page, selector)`: wait (reloading) until work results show on the page."""
+    return wait_for_selector

@@ -53,22 +53,6 @@ def asgi_url(live_server: Any) -> Iterator[str]:
     thread.join(10)
 
 
-def _until(page: Any, selector: str, timeout_s: float = 120) -> None:
-    """Wait until `selector` shows. Work pages reload themselves when their websocket says
-    the work finished; reloading here too covers a missed event (the two may race)."""
-    from playwright.sync_api import Error
-
-    deadline = time.monotonic() + timeout_s
-    while page.locator(selector).count() == 0:
-        assert time.monotonic() < deadline, f"{selector} did not appear on {page.url}"
-        page.wait_for_timeout(1000)
-        if page.locator(selector).count() == 0:
-            try:
-                page.reload()
-            except Error:  # the page's own reload won
-                page.wait_for_load_state()
-
-
 def _shoot(page: Any, browser: Any, name: str) -> None:
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"{name}-1280.png"), full_page=True)
@@ -104,7 +88,7 @@ def _add_resource_type(page: Any, url: str, project: Any, name: str, price: str)
 
 
 def test_the_whole_journey(page: Any, browser: Any, asgi_url: str, django_user_model: Any,
-                           worker: Any, settings: Any, tmp_path: Path) -> None:
+                           worker: Any, settings: Any, tmp_path: Path, until: Any) -> None:
     from django.contrib.auth.models import Permission
 
     settings.VAR_DIR = tmp_path  # the job's process logs
@@ -144,7 +128,7 @@ def test_the_whole_journey(page: Any, browser: Any, asgi_url: str, django_user_m
     page.fill("#profile-form #id_repeats", "1")
     page.click("#profile-form button[type=submit]")
     page.wait_for_url("**/profiling/*/")
-    _until(page, "table.layers")
+    until(page, "table.layers")
 
     # A cluster of both types; plan with exact + rl + greedy and compare.
     page.click("text=Plan this model")
@@ -162,7 +146,7 @@ def test_the_whole_journey(page: Any, browser: Any, asgi_url: str, django_user_m
         box.set_checked(box.get_attribute("value") in wanted)
     page.click("#plan-form button[type=submit]")
     page.wait_for_url("**/planning/*/")
-    _until(page, "#comparison")
+    until(page, "#comparison")
     rows = page.locator("#comparison tbody tr")
     assert sorted(r.get_attribute("data-scheduler") for r in rows.all()) == sorted(wanted)
     chosen = page.locator("#comparison tr.chosen")

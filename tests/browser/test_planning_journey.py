@@ -6,7 +6,6 @@ Redis (the worker is started in-process either way). Screenshots of every page a
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -16,16 +15,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(trans
 
 SHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "planning"
 PHONE = {"width": 390, "height": 844}
-
-
-def _until(page: Any, selector: str, timeout_s: float = 90) -> None:
-    """Reload until `selector` shows: the pages reload themselves when the websocket says the
-    work finished, but pytest-django's live server speaks WSGI only, so no websocket here."""
-    deadline = time.monotonic() + timeout_s
-    while page.locator(selector).count() == 0:
-        assert time.monotonic() < deadline, f"{selector} did not appear on {page.url}"
-        time.sleep(0.5)
-        page.reload()
 
 
 def _shoot(page: Any, browser: Any, name: str) -> None:
@@ -44,7 +33,8 @@ def _shoot(page: Any, browser: Any, name: str) -> None:
 
 
 def test_profile_plan_and_compare_in_a_browser(
-    page: Any, browser: Any, live_server: Any, django_user_model: Any, worker: Any
+    page: Any, browser: Any, live_server: Any, django_user_model: Any, worker: Any,
+    until: Any,
 ) -> None:
     from heterps_core import schedulers
     from webapp.catalogue.demo import CatalogueDemo
@@ -72,7 +62,7 @@ def test_profile_plan_and_compare_in_a_browser(
     page.fill("#profile-form #id_repeats", "1")
     page.click("#profile-form button[type=submit]")
     page.wait_for_url("**/profiling/*/")
-    _until(page, "table.layers")
+    until(page, "table.layers")
     assert "this machine" in page.locator("table.layers thead").inner_text()
     page.wait_for_selector("#layer-chart .main-svg")
     assert "time per batch (ms, log)" in page.locator("#layer-chart").inner_text()
@@ -100,7 +90,7 @@ def test_profile_plan_and_compare_in_a_browser(
         box.set_checked(box.get_attribute("value") in wanted)
     page.click("#plan-form button[type=submit]")
     page.wait_for_url("**/planning/*/")
-    _until(page, "#comparison")
+    until(page, "#comparison")
     rows = page.locator("#comparison tbody tr")
     assert sorted(r.get_attribute("data-scheduler") for r in rows.all()) == sorted(wanted)
     chosen = page.locator("#comparison tr.chosen")
@@ -131,7 +121,7 @@ def test_profile_plan_and_compare_in_a_browser(
     page.fill("#rl-form #id_samples", "16")
     page.click("#rl-form button[type=submit]")
     page.wait_for_url("**/rl/*/")
-    _until(page, "text=Best plan found")
+    until(page, "text=Best plan found")
     page.wait_for_selector("#reward-chart .main-svg")
     assert "policy update (count)" in page.locator("#reward-chart").inner_text()
     _shoot(page, browser, "rl-training")
