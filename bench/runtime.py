@@ -1,12 +1,14 @@
 """Runtime benchmark: measured throughput vs the cost model's prediction, and vs a plain loop.
 
-    .venv/bin/python bench/runtime.py [--models ctr_dnn,deepfm] [--steps 60] [--out FILE]
+    .venv/bin/python bench/runtime.py [--models ctr_dnn,deepfm] [--steps 200] [--out FILE]
 
 For each model: profile every layer on this machine (one thread; forward + backward + its
-SGD update, median of several batches), build a planning instance from that profile, price
-two plans with the cost model (everything on one unit; embedding stage + dense stage, one
-unit each, both bound to the local CPU), run each plan with the runtime, and run the plain
-single-process loop on the same model, data and batch size. Writes a markdown table.
+SGD update, fastest of several batches) and the gloo link between two processes (ping-pong
+of one boundary activation), build a planning instance from that profile, price two plans
+with the cost model (everything on one unit; embedding stage + dense stage, one unit each,
+both bound to the local CPU), run each plan with the runtime in several sync modes and
+micro-batch counts, and run the plain single-process loop on the same model, data and batch
+size. Writes a markdown table.
 """
 
 from __future__ import annotations
@@ -19,8 +21,11 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -32,7 +37,7 @@ from heterps_core.runtime import RunConfig, TrainSettings, launch  # noqa: E402
 from heterps_core.runtime.models import resolve_model  # noqa: E402
 from heterps_core.runtime.reference import train_plain  # noqa: E402
 
-NETWORK_GBPS = 20.0  # nominal loopback bandwidth for boundary traffic in the instance
+PING_PORT = 29541
 
 
 @dataclass(frozen=True)
@@ -101,7 +106,38 @@ def _is_table(layer: torch.nn.Module, param_name: str) -> bool:
     return isinstance(module, torch.nn.Embedding | torch.nn.EmbeddingBag) and module.sparse
 
 
-def instance_from(profile_: list[LayerProfile], batch_size: int) -> Instance:
+def _ping(rank: int, floats: int, rounds: int, result: Any) -> None:
+    torch.set_num_threads(1)
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{PING_PORT}", rank=rank, world_size=2
+    )
+    buffer = torch.zeros(floats)
+    times = []
+    for _ in range(rounds + 3):
+        t0 = time.perf_counter()
+        if rank == 0:
+            dist.send(buffer, 1)
+            dist.recv(buffer, 1)
+        else:
+            dist.recv(buffer, 0)
+            dist.send(buffer, 0)
+        times.append(time.perf_counter() - t0)
+    if rank == 0:
+        result.value = sorted(times[3:])[rounds // 2]
+    dist.destroy_process_group()
+
+
+def link_gbps(megabytes: float, rounds: int = 50) -> float:
+    """One-way Gbit/s of a gloo message of this size between two local processes (the
+    median round trip carries it twice): what a stage boundary costs on this machine."""
+    result = mp.get_context("spawn").Value("d", 0.0)
+    mp.spawn(_ping, args=(max(1, int(megabytes * 1e6 / 4)), rounds, result), nprocs=2)
+    return 2 * megabytes * 1e6 * 8 / result.value / 1e9
+
+
+def instance_from(
+    profile_: list[LayerProfile], batch_size: int, network_gbps: float
+) -> Instance:
     names = ["cpu", "cpu-b"]
     return Instance.from_dict(
         {
@@ -116,7 +152,7 @@ def instance_from(profile_: list[LayerProfile], batch_size: int) -> Instance:
                     "price_per_hour": 0.5,
                     "count": 4,
                     "memory_gb": 64,
-                    "network_gbps": NETWORK_GBPS,
+                    "network_gbps": network_gbps,
                 }
                 for n in names
             ],
@@ -140,7 +176,11 @@ def instance_from(profile_: list[LayerProfile], batch_size: int) -> Instance:
 class Row:
     model: str
     plan: str
-    predicted: float
+    stages: int
+    sync: str
+    micro: int
+    predicted: float  # the cost model's throughput: stages overlap, the slowest one sets it
+    flushed: float  # the same stage times run one after another: all a flushed pipeline gets
     measured: float
     plain: float
 
@@ -149,29 +189,51 @@ class Row:
         return (self.measured - self.predicted) / self.predicted * 100
 
     @property
+    def flushed_error(self) -> float:
+        return (self.measured - self.flushed) / self.flushed * 100
+
+    @property
     def ratio(self) -> float:
         return self.measured / self.plain
 
 
+@dataclass(frozen=True)
+class Case:
+    label: str
+    stages: int
+    sync: str
+    micro: int
+
+
+CASES = (
+    Case("1 stage x 1 unit", 1, "bsp", 1),
+    Case("2 stages x 1 unit (embedding / dense)", 2, "async", 1),
+    Case("2 stages x 1 unit (embedding / dense)", 2, "bsp", 1),
+    Case("2 stages x 1 unit (embedding / dense)", 2, "bsp", 2),
+    Case("2 stages x 1 unit (embedding / dense)", 2, "bsp", 4),
+)
+
+
+def flushed_throughput(plan: Plan, batch_size: int) -> float:
+    """Samples/s when no two stages ever work at once (one unit each)."""
+    return batch_size / sum(stage.time_per_batch_s for stage in plan.stages)
+
+
 def bench_model(
     model: str, size: str, batch_size: int, steps: int, repeats: int, rounds: int
-) -> list[Row]:
+) -> tuple[list[Row], float]:
     base = TrainSettings(model=model, size=size, steps=steps, batch_size=batch_size, lr=0.01)
     prof = profile(base, repeats)
-    instance = instance_from(prof, batch_size)
+    gbps = link_gbps(prof[0].output_mb)
+    instance = instance_from(prof, batch_size, gbps)
     n = len(prof)
-    single = evaluate(instance, ["cpu"] * n)
-    split = evaluate(instance, ["cpu"] + ["cpu-b"] * (n - 1))
-    plans: list[tuple[str, Plan, int]] = [
-        ("1 stage x 1 unit", single, 1),
-        ("2 stages x 1 unit (embedding / dense), 1 micro-batch", split, 1),
-        ("2 stages x 1 unit (embedding / dense), 4 micro-batches", split, 4),
-    ]
-    modes = {label: "bsp" for label, _, _ in plans}
-    plans.append(("2 stages x 1 unit, 1 micro-batch, async (embedding stage runs ahead)", split, 1))
-    modes[plans[-1][0]] = "async"
+    plans = {
+        1: evaluate(instance, ["cpu"] * n),
+        2: evaluate(instance, ["cpu"] + ["cpu-b"] * (n - 1)),
+    }
     rows = []
-    for label, plan, micro in plans:
+    for case in CASES:
+        plan = plans[case.stages]
         assert plan.feasible and plan.throughput, plan.reason
         train = TrainSettings(
             model=model,
@@ -179,25 +241,38 @@ def bench_model(
             steps=steps,
             batch_size=batch_size,
             lr=0.01,
-            micro_batches=micro,
-            sync=modes[label],
+            micro_batches=case.micro,
+            sync=case.sync,
         )
         # The cores are shared: alternate plain loop and runtime, keep the best of each.
         measured, plain = 0.0, 0.0
         for _ in range(rounds):
             plain = max(plain, train_plain(base, threads=1).throughput)
             measured = max(measured, launch(RunConfig(plan=plan, train=train)).throughput)
-        rows.append(Row(model, label, plan.throughput, measured, plain))
+        row = Row(
+            model,
+            case.label,
+            case.stages,
+            case.sync,
+            case.micro,
+            plan.throughput,
+            flushed_throughput(plan, batch_size),
+            measured,
+            plain,
+        )
+        rows.append(row)
         print(
-            f"{model:<10} {label:<58} predicted {plan.throughput:>9,.0f}  measured "
-            f"{measured:>9,.0f}  plain {plain:>9,.0f}",
+            f"{model:<8} {case.label:<38} {case.sync:<5} x{case.micro}  predicted "
+            f"{row.predicted:>7,.0f} ({row.error:+.1f}%)  flushed {row.flushed:>7,.0f}  "
+            f"measured {measured:>7,.0f}  plain {plain:>7,.0f} ({row.ratio:.2f})",
             file=sys.stderr,
         )
-    return rows
+    return rows, gbps
 
 
 def write(
     rows: list[Row],
+    links: dict[str, float],
     out: Path,
     command: str,
     seconds: float,
@@ -205,6 +280,7 @@ def write(
     repeats: int,
     rounds: int,
 ) -> None:
+    link_text = ", ".join(f"{gbps:.1f} Gbit/s ({model})" for model, gbps in links.items())
     lines = [
         "# Runtime benchmark",
         "",
@@ -213,29 +289,33 @@ def write(
         "",
         f"Machine: {os.cpu_count()} CPU cores ({platform.processor() or platform.machine()}), "
         f"torch {torch.__version__}, gloo on loopback, one thread per process. "
-        f"Load average at start: {load} (the cores are shared with other jobs, so numbers move "
-        "by 10-20% between runs).",
+        f"Load average at start: {load}.",
         "",
-        "*Predicted*: the cost model's plan throughput for an instance built from a per-layer "
-        "profile of this machine (forward + backward + SGD update per batch, one thread, "
-        "generating the batch counted in the first layer, "
-        f"fastest of {repeats} batches; boundary traffic at a nominal {NETWORK_GBPS:g} "
-        "Gbit/s). *Measured*: the runtime's steady samples/s (first to last finished "
-        "mini-batch; process start-up excluded), best of "
+        "*Predicted*: the cost model's plan throughput for an instance built from a profile "
+        "of this machine: per layer, forward + backward + SGD update of one batch on one "
+        f"thread, fastest of {repeats} batches (other work on the machine only ever adds "
+        "time), generating the batch counted in the first layer; boundary traffic at the "
+        "bandwidth of a gloo ping-pong of one boundary "
+        f"activation between two processes here: {link_text}. "
+        "*Flushed*: the same stage times added up instead of overlapped - the most a "
+        "pipeline that drains every mini-batch can reach. *Measured*: the runtime's steady "
+        "samples/s (first to last finished mini-batch; process start-up excluded), best of "
         f"{rounds} runs. *Plain*: a single-process PyTorch loop (one thread) on the same "
         "model, data, batch size and optimiser, best of as many runs, alternated with the "
-        "runtime's. Both plans bind every resource type to the local CPU; the parameter "
-        "server is one more process. Best-of is used on both sides because other jobs share "
-        "the cores: a run that was descheduled says more about them than about the runtime.",
+        "runtime's. Every resource type is bound to the local CPU; the parameter server is "
+        "one more process.",
         "",
-        "| model | plan | predicted samples/s | measured samples/s | error | plain loop samples/s "
+        "| model | plan | sync | micro-batches | predicted samples/s | measured samples/s "
+        "| error | flushed samples/s | error vs flushed | plain loop samples/s "
         "| runtime / plain |",
-        "|---|---|---:|---:|---:|---:|---:|",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
+        vs_flushed = f"{r.flushed_error:+.1f}%" if r.sync == "bsp" and r.stages > 1 else "-"
         lines.append(
-            f"| {r.model} | {r.plan} | {r.predicted:,.0f} | {r.measured:,.0f} | "
-            f"{r.error:+.1f}% | {r.plain:,.0f} | {r.ratio:.2f} |"
+            f"| {r.model} | {r.plan} | {r.sync} | {r.micro} | {r.predicted:,.0f} | "
+            f"{r.measured:,.0f} | {r.error:+.1f}% | {r.flushed:,.0f} | {vs_flushed} | "
+            f"{r.plain:,.0f} | {r.ratio:.2f} |"
         )
     lines += [
         "",
@@ -252,7 +332,7 @@ def main() -> int:
     parser.add_argument("--models", default="ctr_dnn,deepfm")
     parser.add_argument("--size", default="small")
     parser.add_argument("--batch-size", type=int, default=1000)
-    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=15, help="profiled batches per layer")
     parser.add_argument("--rounds", type=int, default=3, help="runs per plan (best counts)")
     parser.add_argument("--out", default=str(ROOT / "docs" / "benchmarks" / "runtime.md"))
@@ -260,13 +340,16 @@ def main() -> int:
     command = "python bench/runtime.py " + " ".join(sys.argv[1:])
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     start = time.perf_counter()
-    rows = []
+    rows: list[Row] = []
+    links: dict[str, float] = {}
     for model in args.models.split(","):
-        rows += bench_model(
+        model_rows, links[model.strip()] = bench_model(
             model.strip(), args.size, args.batch_size, args.steps, args.repeats, args.rounds
         )
+        rows += model_rows
     write(
         rows,
+        links,
         Path(args.out),
         command.strip(),
         time.perf_counter() - start,

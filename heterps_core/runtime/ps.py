@@ -195,6 +195,8 @@ class PSClient:
             torch.full((ref.weight.shape[0],), current, dtype=torch.bool) for ref in refs
         ]
         self._collecting: set[int] | None = None  # tables pulled so far by `prefetch`
+        # Sparse gradients (rows, values) taken from the tables since the last push.
+        self._absorbed: list[list[tuple[torch.Tensor, torch.Tensor]]] = [[] for _ in refs]
         self.outbox = Outbox()
         self._hooks = [
             ref.module.register_forward_pre_hook(self._make_hook(i)) for i, ref in enumerate(refs)
@@ -272,26 +274,43 @@ class PSClient:
             self.outbox.flush()
         self._fresh[i][idx] = True
 
+    def absorb(self) -> None:
+        """Take the sparse gradients of the backward passes so far; a sole writer applies them.
+
+        Called after each micro-batch's backward pass, once every forward pass of the
+        mini-batch is done: an embedding's backward pass never reads its table, so updating
+        rows early changes nothing for the rest of the mini-batch, and the next mini-batch's
+        forward pass, which must wait for the whole update (bsp), finds less of it left.
+        Applying the pieces in order adds the same values in the same order as one update of
+        the whole mini-batch, as the server does.
+        """
+        for ref, absorbed in zip(self.refs, self._absorbed, strict=True):
+            grad = ref.weight.grad
+            if grad is None:
+                continue
+            # Uncoalesced rows are fine: the server's index_add_ sums duplicates, and
+            # coalescing (a sort) would cost more than sending the repeats.
+            grad = grad if grad.is_sparse else grad.to_sparse()
+            idx, values = grad._indices()[0], grad._values()
+            if self.sole_writer:
+                ref.weight.data.index_add_(0, idx, values * -self.lr)
+            absorbed.append((idx.to("cpu"), values.to("cpu")))
+            ref.weight.grad = None
+
     def push(self, round_: int) -> None:
         """Send every table's sparse gradient of round `round_` (empty ones too: they count)."""
+        self.absorb()
         with self.clock.idle():
             self.outbox.flush()  # the previous push must have left before its buffers go
-        for ref in self.refs:
+        for ref, absorbed in zip(self.refs, self._absorbed, strict=True):
             weight = ref.weight
-            grad = weight.grad
-            if grad is None:
+            if absorbed:
+                idx = torch.cat([rows for rows, _ in absorbed])
+                values = torch.cat([vals for _, vals in absorbed])
+            else:
                 idx = torch.empty(0, dtype=torch.int64)
                 values = torch.empty(0, weight.shape[1], dtype=weight.dtype)
-            else:
-                # Uncoalesced rows are fine: the server's index_add_ sums duplicates, and
-                # coalescing (a sort) would cost more than sending the repeats.
-                grad = grad if grad.is_sparse else grad.to_sparse()
-                idx = grad._indices()[0].to("cpu")
-                values = grad._values().to("cpu")
-                if self.sole_writer:
-                    # The same update the server applies (it sums duplicates alike).
-                    weight.data.index_add_(0, grad._indices()[0], grad._values() * -self.lr)
-            weight.grad = None
+            absorbed.clear()
             for shard, shard_idx, shard_values in self._split_push(idx, values):
                 self.outbox.send(
                     _header(OP_PUSH, ref.table, round_, shard_idx.numel()),

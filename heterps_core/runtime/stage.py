@@ -29,8 +29,8 @@ from heterps_core.runtime.wire import (
     TAG_BACKWARD,
     TAG_FORWARD,
     TAG_LABELS,
+    Inbox,
     Outbox,
-    recv_like,
     recv_tensor,
     send_raw,
     send_tensor,
@@ -85,6 +85,7 @@ class StageWorker:
         self.mode = sync.get(train.sync)
         self.client = PSClient(spec, refs, clock) if refs else None
         self.outbox = Outbox()
+        self.inbox = Inbox()
         if spec.start_step > 0:
             self._restore()
 
@@ -101,10 +102,10 @@ class StageWorker:
         batch = next(data) if data is not None else None
         for round_ in range(spec.start_step // k, spec.train.steps // k):
             m = round_ * k + self.me.replica
-            in_flight.append(self.forward_part(m, round_, batch))
+            more = round_ + 1 < spec.train.steps // k
+            in_flight.append(self.forward_part(m, round_, batch, more))
             # Produce the next batch now, while the later stages work on this one: it is off
             # the critical path here, on it after the backward pass.
-            more = round_ + 1 < spec.train.steps // k
             batch = next(data) if data is not None and more else None
             boundary = (round_ + 1) * k
             due = self._checkpoint_due(boundary)
@@ -114,6 +115,8 @@ class StageWorker:
                 self._checkpoint(boundary)
         while in_flight:
             self.backward_part(in_flight.popleft())
+        with self.clock.idle():
+            self.outbox.flush()
         if self.client is not None:
             self.client.marker(OP_DONE, spec.train.steps)
             self.client.close()
@@ -129,8 +132,11 @@ class StageWorker:
             if m >= self.spec.start_step and m % k == replica:
                 yield batch
 
-    def forward_part(self, m: int, round_: int, batch: Batch | None) -> _InFlight:
-        """Every micro-batch forward (and, on the last stage, its backward too)."""
+    def forward_part(self, m: int, round_: int, batch: Batch | None, more: bool) -> _InFlight:
+        """Every micro-batch forward (and, on the last stage, its backward too).
+
+        `more`: this replica has a next mini-batch (m + k), whose receives can be posted now.
+        """
         spec, s = self.spec, self.me.stage
         last = s == self.n_stages - 1
         n_micro = spec.train.micro_batches
@@ -150,22 +156,28 @@ class StageWorker:
                 dst = spec.replica_rank(self.n_stages - 1, m)
                 send_tensor(self.outbox, raw_labels, dst, TAG_LABELS, self._link(dst))
         elif last:
-            src = spec.replica_rank(0, m)
-            with self.clock.idle():
-                full = recv_tensor(src, TAG_LABELS, self._link(src))
+            full = self._receive(0, m, TAG_LABELS)
+            if more:
+                self._expect(0, m + self.replicas, TAG_LABELS, full)
             labels = list(full.to(self.device).tensor_split(n_micro))
         total = sum(t.shape[0] for t in labels) if last else 0
         prev = spec.replica_rank(s - 1, m) if s > 0 else -1
         nxt = spec.replica_rank(s + 1, m) if not last else -1
         received: list[torch.Tensor] = []
         sent: list[torch.Tensor] = []
+        arrived: list[torch.Tensor] = []  # every input from the previous stage
         loss_sum = 0.0
         for i in range(n_micro):
             if s == 0:
                 x: Any = inputs[i]
             else:
-                with self.clock.idle():
-                    x = recv_tensor(prev, TAG_FORWARD, self._link(prev))
+                x = self._receive(s - 1, m, TAG_FORWARD)
+                arrived.append(x)
+                if more and i == n_micro - 1:
+                    # Now, not after the work: the next mini-batch moves while this one runs.
+                    # Not earlier: a stream's receives must be posted in order.
+                    for like in arrived:
+                        self._expect(s - 1, m + self.replicas, TAG_FORWARD, like)
                 x = x.to(self.device).requires_grad_(x.is_floating_point())
             y = self._forward(x)
             if last:
@@ -175,6 +187,7 @@ class StageWorker:
                 self._send_back(x, prev)
             else:
                 send_tensor(self.outbox, y, nxt, TAG_FORWARD, self._link(nxt))
+                self.inbox.expect(y.shape, y.dtype, nxt, TAG_BACKWARD, self._link(nxt))
                 received.append(x)
                 sent.append(y)
         return _InFlight(m, round_, prev, nxt, received, sent, loss_sum if last else None)
@@ -184,11 +197,14 @@ class StageWorker:
         prev, nxt = f.prev, f.nxt
         for x, y in zip(f.received, f.sent, strict=True):
             with self.clock.idle():
-                grad = recv_like(y.shape, y.dtype, nxt, TAG_BACKWARD, self._link(nxt))
+                grad = self.inbox.take(nxt, TAG_BACKWARD)
+            assert grad is not None, "every activation sent posts its gradient's receive"
             y.backward(grad.to(self.device))
             self._send_back(x, prev)
+            if self.client is not None:
+                self.client.absorb()
         with self.clock.idle():
-            self.outbox.flush()
+            self.outbox.settle()
         if self.client is not None:
             self.client.push(f.round)
         with self.clock.idle():
@@ -197,6 +213,18 @@ class StageWorker:
             self.optimizer.step()
             self.optimizer.zero_grad(set_to_none=True)
         self.reporter.step_done(f.m, f.loss)
+
+    def _receive(self, stage: int, m: int, tag: int) -> torch.Tensor:
+        """Mini-batch m's next tensor on `tag` from its replica of `stage`."""
+        src = self.spec.replica_rank(stage, m)
+        with self.clock.idle():
+            x = self.inbox.take(src, tag)
+            return x if x is not None else recv_tensor(src, tag, self._link(src))
+
+    def _expect(self, stage: int, m: int, tag: int, like: torch.Tensor) -> None:
+        """Post mini-batch m's receive of a tensor shaped `like` (batches never change shape)."""
+        src = self.spec.replica_rank(stage, m)
+        self.inbox.expect(like.shape, like.dtype, src, tag, self._link(src), header=True)
 
     def _forward(self, x: Any) -> torch.Tensor:
         for layer in self.layers:

@@ -54,6 +54,21 @@ def test_pipelined_sync_run_reaches_the_same_losses_as_a_plain_loop(full_run, jo
 
 
 @pytest.mark.slow
+def test_a_three_stage_sync_run_without_micro_batches_matches_the_plain_loop(jobs) -> None:
+    # The middle stage receives ahead from one side and sends ahead to the other, with whole
+    # mini-batches: every posted receive must still meet the message it was posted for.
+    plan = jobs.plan_for(["cpu", "cpu-b", "cpu-c", "cpu-c"], [1, 1, 1])
+    result = launch(RunConfig(plan=plan, train=jobs.settings(30, micro_batches=1)))
+    plain = train_plain(jobs.settings(30, micro_batches=1))
+    assert torch.allclose(
+        torch.tensor(result.losses),
+        torch.tensor(plain.losses),
+        rtol=SYNC_TOLERANCE,
+        atol=SYNC_TOLERANCE,
+    )
+
+
+@pytest.mark.slow
 def test_metrics_stream_covers_throughput_loss_stages_and_cost(full_run) -> None:
     (result, samples), _ = full_run
     assert samples[-1].final and samples[-1].step == 40
