@@ -28,6 +28,7 @@ from heterps_core.runtime.metrics import Clock
 from heterps_core.runtime.spec import JobSpec
 from heterps_core.runtime.wire import TAG_PS_PAYLOAD, TAG_PS_REPLY, TAG_PS_REQUEST, Outbox
 from heterps_core.zoo.base import ChainModel
+from heterps_core.zoo.tables import shard_rows
 
 OP_PULL, OP_PUSH, OP_CHECKPOINT, OP_DONE = 1, 2, 3, 4
 # Updates scale the values first: index_add_ with `alpha` takes a slow per-row path on the
@@ -102,7 +103,7 @@ class ParameterServer:
         for ref in refs:
             replicas = spec.stages[owning_stage(spec, ref)].units
             start_round = spec.start_step // replicas
-            rows = ref.weight.detach()[shard :: self.shards].clone()
+            rows = shard_rows(ref.module, shard, self.shards)
             self.tables.append(_Table(rows, replicas, start_round - 1))
         self._waiting: list[tuple[int, int, int, torch.Tensor]] = []  # src, table, round, idx
         self._markers: dict[tuple[int, int], int] = {}

@@ -36,6 +36,7 @@ from heterps_core.runtime.wire import (
     send_tensor,
 )
 from heterps_core.zoo.base import Batch, ChainModel, Inputs
+from heterps_core.zoo.tables import materialize, tables_on_meta
 
 
 @dataclass
@@ -70,15 +71,19 @@ class StageWorker:
         train = spec.train
         self.zoo = resolve_model(train.model)
         self.config = self.zoo.config(train.size)
-        self.model: ChainModel = self.zoo.build(self.config, seed=train.seed)
+        # Every table starts on `meta`; this stage fills only its own (see zoo/tables.py).
+        with tables_on_meta():
+            self.model: ChainModel = self.zoo.build(self.config, seed=train.seed)
         self.stage = spec.stages[me.stage]
         self.n_stages = len(spec.stages)
         self.replicas = self.stage.units
-        self.layers = nn.ModuleList(list(self.model.layers)[self.stage.first : self.stage.last + 1])
-        self.layers.to(self.device)
         refs = [
             r for r in sparse_tables(self.model) if self.stage.first <= r.layer <= self.stage.last
         ]
+        for ref in refs:
+            materialize(ref.module)
+        self.layers = nn.ModuleList(list(self.model.layers)[self.stage.first : self.stage.last + 1])
+        self.layers.to(self.device)
         tables = {id(r.weight) for r in refs}
         self.dense = [p for p in self.layers.parameters() if id(p) not in tables]
         self.optimizer = torch.optim.SGD(self.dense, lr=train.lr) if self.dense else None

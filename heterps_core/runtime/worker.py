@@ -26,6 +26,7 @@ from heterps_core.runtime.ps import ParameterServer
 from heterps_core.runtime.spec import JobSpec, RankSpec
 from heterps_core.runtime.stage import StageWorker
 from heterps_core.runtime.store import connect
+from heterps_core.zoo.tables import tables_on_meta
 
 GLOO_TIMEOUT = timedelta(seconds=120)
 
@@ -81,7 +82,8 @@ def run_rank(store: dist.TCPStore, rank: int, device_override: str | None = None
 
 def _serve(spec: JobSpec, me: RankSpec) -> None:
     zoo = resolve_model(spec.train.model)
-    model = zoo.build(zoo.config(spec.train.size), seed=spec.train.seed)
+    with tables_on_meta():  # the server generates only its shard's rows
+        model = zoo.build(zoo.config(spec.train.size), seed=spec.train.seed)
     server = ParameterServer(spec, me.replica, model, sync.get(spec.train.sync).ps_synchronous)
     if spec.start_step > 0:
         assert spec.checkpoint_dir is not None

@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from heterps_core.zoo.base import ChainLayer, Inputs
+from heterps_core.zoo.tables import sparse_table
 
 
 class FieldEmbedding(nn.Module):
@@ -27,8 +28,7 @@ class FieldEmbedding(nn.Module):
         super().__init__()
         self.n_fields = len(vocab_sizes)
         self.dim = dim
-        self.table = nn.Embedding(int(sum(vocab_sizes)), dim, sparse=True)
-        nn.init.normal_(self.table.weight, std=0.01)
+        self.table = sparse_table(int(sum(vocab_sizes)), dim, "normal", 0.01)
         starts = [0]
         for size in vocab_sizes[:-1]:
             starts.append(starts[-1] + int(size))

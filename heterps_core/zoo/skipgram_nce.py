@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import torch
-from torch import nn
 
 from heterps_core.zoo import register
 from heterps_core.zoo.base import Batch, ChainLayer, ChainModel, Inputs, ModelConfig, ZooModel
@@ -18,6 +17,7 @@ from heterps_core.zoo.data import generator, power_law_ids
 from heterps_core.zoo.heads import NCEScore
 from heterps_core.zoo.layers import PartialDense, bce_loss
 from heterps_core.zoo.sizes import check_size
+from heterps_core.zoo.tables import sparse_table
 
 
 class NCELookup(ChainLayer):
@@ -25,10 +25,8 @@ class NCELookup(ChainLayer):
 
     def __init__(self, vocab: int, dim: int) -> None:
         super().__init__("embedding", kind="embedding", shardable=True)
-        self.inputs = nn.Embedding(vocab, dim, sparse=True)
-        self.outputs = nn.Embedding(vocab, dim + 1, sparse=True)
-        nn.init.uniform_(self.inputs.weight, -0.5 / dim, 0.5 / dim)
-        nn.init.zeros_(self.outputs.weight)
+        self.inputs = sparse_table(vocab, dim, "uniform", 0.5 / dim)
+        self.outputs = sparse_table(vocab, dim + 1, "zeros")
 
     def forward(self, inputs: Inputs) -> torch.Tensor:
         centre = self.inputs(inputs["centre"])

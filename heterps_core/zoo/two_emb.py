@@ -14,6 +14,7 @@ from heterps_core.zoo.ctr_dnn import CTRModel
 from heterps_core.zoo.data import generator, matching_batch
 from heterps_core.zoo.layers import AddCarried, mlp_chain
 from heterps_core.zoo.sizes import check_size
+from heterps_core.zoo.tables import sparse_table
 
 QUERY_TERMS = 8
 AD_TERMS = 4
@@ -24,10 +25,8 @@ class TwoTables(nn.Module):
 
     def __init__(self, query_vocab: int, ad_vocab: int, dim: int) -> None:
         super().__init__()
-        self.query = nn.EmbeddingBag(query_vocab, dim, mode="mean", sparse=True)
-        self.ad = nn.EmbeddingBag(ad_vocab, dim, mode="mean", sparse=True)
-        for table in (self.query, self.ad):
-            nn.init.normal_(table.weight, std=0.01)
+        self.query = sparse_table(query_vocab, dim, "normal", 0.01, bag_mode="mean")
+        self.ad = sparse_table(ad_vocab, dim, "normal", 0.01, bag_mode="mean")
 
     def forward(self, inputs: Inputs) -> torch.Tensor:
         return torch.cat([self.query(inputs["query"]), self.ad(inputs["ad"])], dim=1)
