@@ -81,6 +81,9 @@ async def test_websocket_refuses_anonymous_and_accepts_a_member(
     anonymous = WebsocketCommunicator(application, path, headers=[(b"origin", b"http://127.0.0.1")])
     connected, code = await anonymous.connect(timeout=10)
     assert not connected and code == 4404
+    # Every test ends its consumers while the loop still runs: one left waiting on the
+    # channel layer is cancelled at loop teardown, and a Redis layer can hang there.
+    await anonymous.disconnect()
 
     await client.aforce_login(personas.viewer)
     member = WebsocketCommunicator(application, path, headers=_session_headers(client))
@@ -101,3 +104,4 @@ async def test_websocket_refuses_a_foreign_origin(client: Any, personas: Any) ->
     )
     connected, _ = await socket.connect(timeout=10)
     assert not connected
+    await socket.disconnect()

@@ -32,6 +32,7 @@ async def test_outsiders_are_refused_like_missing_records(client: Any, personas:
     for path_work in (work, Work(pk=work.pk + 1000)):
         socket = await _socket(client, personas.outsider, path_work)
         assert await socket.connect(timeout=10) == (False, 4404)
+        await socket.disconnect()
 
 
 async def test_a_viewer_sees_progress_live(client: Any, personas: Any) -> None:
@@ -57,3 +58,4 @@ async def test_a_removed_member_stops_receiving_at_the_next_event(
     await database_sync_to_async(services.report_progress)(work.pk, Progress(1, 4, "secret"))
     closed = await socket.receive_output(timeout=5)
     assert closed == {"type": "websocket.close", "code": 4404}
+    await socket.disconnect()

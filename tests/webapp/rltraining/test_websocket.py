@@ -37,6 +37,7 @@ async def test_curve_rows_stream_to_viewers_and_outsiders_are_refused(
     work_id = run.work_id
     outsider = await _socket(client, personas.outsider, work_id)
     assert await outsider.connect() == (False, 4404)
+    await outsider.disconnect()
 
     socket = await _socket(client, personas.viewer, work_id)
     assert (await socket.connect())[0]
