@@ -32,7 +32,6 @@ sys.path.insert(0, str(ROOT))
 
 from heterps_core.costmodel import evaluate  # noqa: E402
 from heterps_core.instance import Instance  # noqa: E402
-from heterps_core.plan import Plan  # noqa: E402
 from heterps_core.runtime import RunConfig, TrainSettings, launch  # noqa: E402
 from heterps_core.runtime.models import resolve_model  # noqa: E402
 from heterps_core.runtime.reference import train_plain  # noqa: E402
@@ -214,11 +213,6 @@ CASES = (
 )
 
 
-def flushed_throughput(plan: Plan, batch_size: int) -> float:
-    """Samples/s when no two stages ever work at once (one unit each)."""
-    return batch_size / sum(stage.time_per_batch_s for stage in plan.stages)
-
-
 def bench_model(
     model: str, size: str, batch_size: int, steps: int, repeats: int, rounds: int
 ) -> tuple[list[Row], float]:
@@ -256,7 +250,7 @@ def bench_model(
             case.sync,
             case.micro,
             plan.throughput,
-            flushed_throughput(plan, batch_size),
+            plan.flushed_throughput or 0.0,
             measured,
             plain,
         )

@@ -75,6 +75,16 @@ class Plan:
         return replace(self, notes=self.notes + notes)
 
     @property
+    def flushed_throughput(self) -> float | None:
+        """Samples/s when the stages take turns instead of overlapping (each stage's units
+        still work in parallel): the most an exact pipeline that drains every mini-batch
+        (the runtime's `bsp`) can reach. Equals `throughput` for a single stage."""
+        rates = [s.throughput for s in self.stages]
+        if not self.feasible or not rates or any(not r for r in rates):
+            return None
+        return 1.0 / sum(1.0 / r for r in rates if r)
+
+    @property
     def cost_per_million_samples(self) -> float | None:
         if not self.feasible or not self.throughput or self.cost_per_hour is None:
             return None

@@ -73,7 +73,11 @@ def all_reduce_mean(params: Sequence[torch.nn.Parameter], group: Any, replicas: 
 @register
 class BSP(SyncMode):
     name = "bsp"
-    summary = "all-reduce dense gradients every step; synchronous parameter server (repeatable)"
+    summary = (
+        "exact SGD, repeatable: all-reduce dense gradients every step, synchronous parameter "
+        "server; consecutive mini-batches never overlap, so a multi-stage plan runs below "
+        "its pipelined estimate"
+    )
     ps_synchronous = True
 
     def sync_dense(self, params: Sequence[torch.nn.Parameter], group: Any, replicas: int) -> None:
@@ -85,7 +89,7 @@ class AsyncPS(SyncMode):
     name = "async"
     summary = (
         "all-reduce dense gradients every step; asynchronous PS; embedding-only stages run "
-        "one mini-batch ahead"
+        "one mini-batch ahead: the overlapped pipeline the plan's estimate assumes (HeterPS)"
     )
     ps_synchronous = False
 

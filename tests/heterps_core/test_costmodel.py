@@ -38,6 +38,16 @@ def test_worked_example_cpu_gpu_gpu() -> None:
     assert plan.total_cost == pytest.approx(3.6 * plan.hours)
 
 
+def test_flushed_throughput_adds_the_stages_up_instead_of_overlapping_them() -> None:
+    two = evaluate(tiny(), ["cpu", "gpu", "gpu"])
+    assert two.flushed_throughput == pytest.approx(1000 / (0.011664 + 0.007024), rel=1e-9)
+    assert two.flushed_throughput < two.throughput
+    one = evaluate(tiny(), ["cpu"] * 3)  # 7 units in parallel: a single stage is unaffected
+    assert one.flushed_throughput == pytest.approx(one.throughput)
+    infeasible = evaluate(Instance.load(DATA / "infeasible.json"), ["cpu", "gpu", "gpu"])
+    assert not infeasible.feasible and infeasible.flushed_throughput is None
+
+
 def test_worked_example_all_cpu_needs_seven_units() -> None:
     plan = evaluate(tiny(), ["cpu"] * 3)
     (stage,) = plan.stages

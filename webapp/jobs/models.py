@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from heterps_core.plan import Plan
 from webapp.background.models import Status, Work
 from webapp.projects.models import ProjectOwned
 
@@ -71,6 +72,19 @@ class Job(ProjectOwned):
     @property
     def is_dataparallel(self) -> bool:
         return self.runner == Runner.DATAPARALLEL
+
+    @property
+    def flushed_throughput(self) -> float | None:
+        """For an exact (`bsp`) pipeline run of a multi-stage plan, the estimate with the
+        stages taking turns: such a run never overlaps consecutive mini-batches, so this,
+        not `predicted_throughput`, is what it can reach. None where it does not apply."""
+        if self.is_dataparallel or self.sync_mode != "bsp" or len(self.plan.get("stages", [])) < 2:
+            return None
+        plan = Plan.from_dict(self.plan)
+        if not plan.throughput or not plan.flushed_throughput:
+            return None
+        # Scaled like the job's own estimate (it may be for another batch size).
+        return self.predicted_throughput * plan.flushed_throughput / plan.throughput
 
     @property
     def active(self) -> bool:

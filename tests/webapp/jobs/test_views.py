@@ -38,6 +38,23 @@ def test_every_role_sees_the_job_page_with_measured_and_predicted(
     assert "Cancel</button>" in login(personas.member).get(f"/jobs/{job.pk}/").content.decode()
 
 
+def test_a_bsp_pipeline_job_shows_the_bound_of_stages_taking_turns(
+    login: Any, personas: Any, source: Any
+) -> None:
+    stages = source.plan["stages"]
+    assert len(stages) == 2
+    exact = services.approve(personas.member, source, RunOptions(steps=8, sync_mode="bsp"))
+    rates = [stage["throughput"] for stage in stages]
+    bound = exact.predicted_throughput * (1 / sum(1 / r for r in rates)) / min(rates)
+    assert exact.flushed_throughput == pytest.approx(bound)
+    page = login(personas.member).get(f"/jobs/{exact.pk}/").content.decode()
+    assert f"Throughput bound, bsp (stages take turns)</dt><dd>{bound:.1f} samples/s" in page
+    overlapped = services.approve(personas.member, source, RunOptions(steps=8, sync_mode="async"))
+    assert overlapped.flushed_throughput is None
+    assert "Throughput bound" not in login(personas.member).get(
+        f"/jobs/{overlapped.pk}/").content.decode()
+
+
 def test_outsiders_get_404_on_pages_and_api(login: Any, personas: Any, job: Job) -> None:
     client = login(personas.outsider)
     for url in (f"/jobs/{job.pk}/", f"/api/jobs/{job.pk}/", f"/api/jobs/{job.pk}/metrics/"):
