@@ -102,6 +102,8 @@ class RunCommand(Command):
             "start_step": result.start_step,
             "throughput": result.throughput,
             "predicted_throughput": plan.throughput,
+            # bsp never overlaps consecutive mini-batches: the stages take turns.
+            "flushed_throughput": plan.flushed_throughput,
             "loss": loss,
             "cost": result.cost,
             "cost_per_hour": plan.cost_per_hour,
@@ -112,7 +114,10 @@ class RunCommand(Command):
         if args.json:
             print(json.dumps(summary, indent=2))
             return 0
-        predicted = f" (plan: {plan.throughput:,.0f})" if plan.throughput else ""
+        predicted = f" (plan: {plan.throughput:,.0f}" if plan.throughput else ""
+        if predicted and args.sync == "bsp" and len(plan.stages) > 1 and plan.flushed_throughput:
+            predicted += f"; stages taking turns, as bsp runs them: {plan.flushed_throughput:,.0f}"
+        predicted += ")" if predicted else ""
         print(f"trained steps {result.start_step}..{result.steps} in {result.elapsed_s:.1f} s")
         print(f"throughput {result.throughput:,.0f} samples/s{predicted}")
         print(

@@ -87,6 +87,7 @@ def test_run_trains_the_plan_and_prints_a_summary(tmp_path: Path) -> None:
     summary = json.loads(done.stdout)
     assert summary["steps"] == 12 and summary["checkpoint_step"] == 12
     assert summary["throughput"] > 0 and 0 < summary["loss"] < 2
+    assert 0 < summary["flushed_throughput"] < summary["predicted_throughput"]  # two stages
     assert summary["cost"] > 0 and summary["cost_per_hour"] == pytest.approx(2.0)
     assert summary["binding"] == {"cpu": "cpu", "cpu-b": "cpu"}
     assert "step 12/12" in done.stderr  # the progress line's final state
