@@ -17,7 +17,6 @@ from __future__ import annotations
 import copy
 import heapq
 import random
-import statistics
 import time
 from collections import deque
 from collections.abc import Callable
@@ -41,7 +40,7 @@ from heterps_core.dataparallel.events import (
     no_metrics,
 )
 from heterps_core.dataparallel.flat import get_flat
-from heterps_core.dataparallel.modes.base import RoundPlan, SyncMode, SyncView
+from heterps_core.dataparallel.modes.base import RoundPlan, SyncMode
 from heterps_core.dataparallel.observers import ServerObservers
 from heterps_core.dataparallel.profiling import profile_workers, wire_s
 from heterps_core.dataparallel.result import TrainResult, WorkerSummary
@@ -236,27 +235,15 @@ class _Engine(ServerObservers):
 
     # -- a worker's round ------------------------------------------------------------------
 
-    def _view(self, t: float) -> SyncView:
-        return SyncView(t, self.global_step, tuple(self.clocks),
-                        tuple(self._step_estimate(w) for w in range(self.cfg.workers)))
-
-    def _step_estimate(self, w: int) -> float:
-        samples = self.per_sample[w]
-        per_sample = statistics.median(samples) if samples else self.profile_per_sample[w]
-        return per_sample * self.workers[w].batch_size
+    def _batch_size(self, w: int) -> int:
+        return self.workers[w].batch_size
 
     def _start(self, t: float, w: int) -> None:
-        if self.cfg.rebalance and t - self.last_rebalance >= self.cfg.rebalance_every_s:
-            self._rebalance(t)
-        view = self._view(t)
-        if not self.mode.may_start(w, view):
-            self.blocked_since.setdefault(w, t)
+        admitted = self._admit(t, w)
+        if admitted is None:
             return
-        self.summaries[w].wait_s += t - self.blocked_since.pop(w, t)
-        plan = self.mode.plan_round(w, view)
-        staleness = 0 if plan.collective else self.mode.staleness(w, view)
+        plan, staleness = admitted
         summary = self.summaries[w]
-        summary.max_staleness = max(summary.max_staleness, staleness)
         pull_s = 0.0
         if not plan.collective:  # after an all-reduce the worker already holds the result
             self.workers[w].load(self.theta)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-import statistics
 import subprocess
 import sys
 import time
@@ -34,7 +33,6 @@ from heterps_core.dataparallel.events import (
     WorkerProfile,
 )
 from heterps_core.dataparallel.flat import get_flat
-from heterps_core.dataparallel.modes.base import SyncView
 from heterps_core.dataparallel.observers import ServerObservers
 from heterps_core.dataparallel.process.messages import (
     GO,
@@ -276,29 +274,16 @@ class ProcessEngine(ServerObservers):
 
     # -- a worker's round ------------------------------------------------------------------
 
-    def _view(self) -> SyncView:
-        return SyncView(self._now(), self.global_step, tuple(self.clocks),
-                        tuple(self._step_estimate(w) for w in range(self.cfg.workers)))
-
-    def _step_estimate(self, w: int) -> float:
-        samples = self.per_sample[w]
-        per_sample = statistics.median(samples) if samples else self.profile_per_sample[w]
-        return per_sample * self.batch_sizes[w]
+    def _batch_size(self, w: int) -> int:
+        return self.batch_sizes[w]
 
     def _start(self, w: int) -> None:
-        now = self._now()
-        if self.cfg.rebalance and now - self.last_rebalance >= self.cfg.rebalance_every_s:
-            self._rebalance(now)
-        view = self._view()
         # A worker still inside an all-reduce the server has not seen complete waits for it.
-        if w in self.arrived or not self.mode.may_start(w, view):
-            self.blocked_since.setdefault(w, now)
+        admitted = self._admit(self._now(), w, busy=w in self.arrived)
+        if admitted is None:
             return
-        self.summaries[w].wait_s += now - self.blocked_since.pop(w, now)
-        plan = self.mode.plan_round(w, view)
-        staleness = 0 if plan.collective else self.mode.staleness(w, view)
+        plan, staleness = admitted
         summary = self.summaries[w]
-        summary.max_staleness = max(summary.max_staleness, staleness)
         self.round_staleness[w] = staleness
         self.pulled_version[w] = self.version
         pull = pack(self.theta, self.stale[w])
@@ -330,7 +315,7 @@ class ProcessEngine(ServerObservers):
                             self.round_staleness[w], summary.bytes_sent, self.mode.phase(),
                             self.flags[w], step.batch_size))
         previous = self.mode.phase()
-        reason = self.mode.observe_loss(step.loss, self._view())
+        reason = self.mode.observe_loss(step.loss, self._view(self._now()))
         if reason is not None:
             event = PhaseEvent(now, self.global_step, previous, self.mode.phase(), reason,
                                step.loss)
