@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.apps import apps
 from django.db import connections
 
 from heterps_core.profiler import ProfileOptions, profile_zoo_model
@@ -94,6 +95,22 @@ def source(personas: Any, two_stage_plan: dict[str, Any]) -> Any:
 
     return PlanSource(project=personas.project, plan=two_stage_plan, model_name=samples.MODEL,
                       model_size=samples.SIZE, batch_size=samples.BATCH, scheduler="exact")
+
+
+@pytest.fixture
+def plan_result(personas: Any, two_stage_plan: Any) -> Any:
+    """A planning result row as the planning app stores it (its model, request, plan)."""
+    project = personas.project
+    model = apps.get_model("modelzoo", "RegisteredModel").objects.create(
+        project=project, name="CTR tiny", zoo_name="ctr_dnn", size="tiny")
+    cluster = apps.get_model("planning", "Cluster").objects.create(project=project, name="c")
+    request = apps.get_model("planning", "PlanningRequest").objects.create(
+        project=project, model=model, cluster=cluster, batch_size=64, throughput_target=100.0,
+        instance={}, schedulers=["exact"])
+    return apps.get_model("planning", "PlanResult").objects.create(
+        project=project, request=request, scheduler="exact", plan=two_stage_plan,
+        feasible=True, throughput=two_stage_plan["throughput"],
+        cost_per_hour=two_stage_plan["cost_per_hour"])
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,6 @@ import re
 from typing import Any
 
 import pytest
-from django.apps import apps
 from django.core.exceptions import ValidationError
 
 from heterps_core.dataparallel import modes
@@ -18,22 +17,6 @@ from webapp.jobs.models import Job, JobMetric, Runner
 from webapp.jobs.services import RunOptions
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def plan_result(personas: Any, two_stage_plan: Any) -> Any:
-    """A planning result row as the planning app stores it (its model, request, plan)."""
-    project = personas.project
-    model = apps.get_model("modelzoo", "RegisteredModel").objects.create(
-        project=project, name="CTR tiny", zoo_name="ctr_dnn", size="tiny")
-    cluster = apps.get_model("planning", "Cluster").objects.create(project=project, name="c")
-    request = apps.get_model("planning", "PlanningRequest").objects.create(
-        project=project, model=model, cluster=cluster, batch_size=64, throughput_target=100.0,
-        instance={}, schedulers=["exact"])
-    return apps.get_model("planning", "PlanResult").objects.create(
-        project=project, request=request, scheduler="exact", plan=two_stage_plan,
-        feasible=True, throughput=two_stage_plan["throughput"],
-        cost_per_hour=two_stage_plan["cost_per_hour"])
 
 
 def _post(mode: str, **params: Any) -> dict[str, Any]:

@@ -6,7 +6,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from django.apps import apps
 
 from webapp.jobs import services
 from webapp.jobs.models import Job, JobMetric
@@ -108,23 +107,6 @@ def test_source_of_reads_a_planning_result_row(personas: Any, two_stage_plan: An
     source = services.source_of(row)
     assert (source.model_name, source.model_size, source.batch_size, source.scheduler,
             source.result_id) == ("ctr_dnn", "tiny", 64, "greedy", 7)
-
-
-@pytest.fixture
-def plan_result(personas: Any, two_stage_plan: Any) -> Any:
-    """A planning result row as the planning app stores it (its model, request, plan)."""
-    PlanResult = apps.get_model("planning", "PlanResult")
-    project = personas.project
-    model = apps.get_model("modelzoo", "RegisteredModel").objects.create(
-        project=project, name="CTR tiny", zoo_name="ctr_dnn", size="tiny")
-    cluster = apps.get_model("planning", "Cluster").objects.create(project=project, name="c")
-    request = apps.get_model("planning", "PlanningRequest").objects.create(
-        project=project, model=model, cluster=cluster, batch_size=64, throughput_target=100.0,
-        instance={}, schedulers=["exact"])
-    return PlanResult.objects.create(
-        project=project, request=request, scheduler="exact", plan=two_stage_plan,
-        feasible=True, throughput=two_stage_plan["throughput"],
-        cost_per_hour=two_stage_plan["cost_per_hour"])
 
 
 def test_the_plan_pages_button_opens_the_form_and_approving_starts_a_job(
