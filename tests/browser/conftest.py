@@ -77,3 +77,24 @@ def wait_for_selector(page: Any, selector: str, timeout_s: float = 120) -> None:
 def until() -> Any:
     """`until(page, selector)`: wait (reloading) until work results show on the page."""
     return wait_for_selector
+
+
+def plan_with(page: Any, schedulers: list[str]) -> Any:
+    """Tick exactly `schedulers` on the filled plan form, submit it, wait for the comparison
+    of their plans and return its one chosen row."""
+    for box in page.locator("#plan-form input[name=schedulers]").all():
+        box.set_checked(box.get_attribute("value") in schedulers)
+    page.click("#plan-form button[type=submit]")
+    page.wait_for_url("**/planning/*/")
+    wait_for_selector(page, "#comparison")
+    rows = page.locator("#comparison tbody tr")
+    assert sorted(r.get_attribute("data-scheduler") for r in rows.all()) == sorted(schedulers)
+    chosen = page.locator("#comparison tr.chosen")
+    assert chosen.count() == 1
+    return chosen
+
+
+@pytest.fixture
+def compare() -> Any:
+    """`compare(page, schedulers)`: run the plan form with these schedulers (`plan_with`)."""
+    return plan_with

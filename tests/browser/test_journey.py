@@ -88,7 +88,8 @@ def _add_resource_type(page: Any, url: str, project: Any, name: str, price: str)
 
 
 def test_the_whole_journey(page: Any, browser: Any, asgi_url: str, django_user_model: Any,
-                           worker: Any, settings: Any, tmp_path: Path, until: Any) -> None:
+                           worker: Any, settings: Any, tmp_path: Path, until: Any,
+                           compare: Any) -> None:
     from django.contrib.auth.models import Permission
 
     settings.VAR_DIR = tmp_path  # the job's process logs
@@ -142,15 +143,7 @@ def test_the_whole_journey(page: Any, browser: Any, asgi_url: str, django_user_m
     page.select_option("#plan-form #id_cluster", label="Both CPUs")
     page.fill("#plan-form #id_throughput_target", "100")
     page.fill("#plan-form #id_budget_s", "1")
-    for box in page.locator("#plan-form input[name=schedulers]").all():
-        box.set_checked(box.get_attribute("value") in wanted)
-    page.click("#plan-form button[type=submit]")
-    page.wait_for_url("**/planning/*/")
-    until(page, "#comparison")
-    rows = page.locator("#comparison tbody tr")
-    assert sorted(r.get_attribute("data-scheduler") for r in rows.all()) == sorted(wanted)
-    chosen = page.locator("#comparison tr.chosen")
-    assert chosen.count() == 1
+    chosen = compare(page, wanted)
 
     # Approve the chosen plan, with its run options.
     chosen.locator("a").first.click()
