@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from heterps_core.costmodel import evaluate  # noqa: E402
 from heterps_core.instance import Instance  # noqa: E402
-from heterps_core.runtime import RunConfig, TrainSettings, launch  # noqa: E402
+from heterps_core.runtime import RunConfig, TrainSettings, launch, sync  # noqa: E402
 from heterps_core.runtime.models import resolve_model  # noqa: E402
 from heterps_core.runtime.reference import train_plain  # noqa: E402
 
@@ -175,7 +175,7 @@ def instance_from(
 class Row:
     model: str
     plan: str
-    stages: int
+    bounded: bool  # the sync mode drains every mini-batch: `flushed` is its bound
     sync: str
     micro: int
     predicted: float  # the cost model's throughput: stages overlap, the slowest one sets it
@@ -246,7 +246,7 @@ def bench_model(
         row = Row(
             model,
             case.label,
-            case.stages,
+            sync.bound(plan, case.sync) is not None,
             case.sync,
             case.micro,
             plan.throughput,
@@ -305,7 +305,7 @@ def write(
         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
-        vs_flushed = f"{r.flushed_error:+.1f}%" if r.sync == "bsp" and r.stages > 1 else "-"
+        vs_flushed = f"{r.flushed_error:+.1f}%" if r.bounded else "-"
         lines.append(
             f"| {r.model} | {r.plan} | {r.sync} | {r.micro} | {r.predicted:,.0f} | "
             f"{r.measured:,.0f} | {r.error:+.1f}% | {r.flushed:,.0f} | {vs_flushed} | "

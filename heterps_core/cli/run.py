@@ -53,6 +53,7 @@ class RunCommand(Command):
     def run(self, args: argparse.Namespace) -> int:
         import json
 
+        from heterps_core.runtime import sync
         from heterps_core.runtime.binding import parse_binding
         from heterps_core.runtime.launcher import Launcher, RunConfig
         from heterps_core.runtime.models import resolve_model
@@ -102,7 +103,6 @@ class RunCommand(Command):
             "start_step": result.start_step,
             "throughput": result.throughput,
             "predicted_throughput": plan.throughput,
-            # bsp never overlaps consecutive mini-batches: the stages take turns.
             "flushed_throughput": plan.flushed_throughput,
             "loss": loss,
             "cost": result.cost,
@@ -114,10 +114,11 @@ class RunCommand(Command):
         if args.json:
             print(json.dumps(summary, indent=2))
             return 0
-        predicted = f" (plan: {plan.throughput:,.0f}" if plan.throughput else ""
-        if predicted and args.sync == "bsp" and len(plan.stages) > 1 and plan.flushed_throughput:
-            predicted += f"; stages taking turns, as bsp runs them: {plan.flushed_throughput:,.0f}"
-        predicted += ")" if predicted else ""
+        estimates = [f"plan: {plan.throughput:,.0f}"] if plan.throughput else []
+        most = sync.bound(plan, args.sync)
+        if estimates and most:
+            estimates.append(f"stages taking turns, as {args.sync} runs them: {most:,.0f}")
+        predicted = f" ({'; '.join(estimates)})" if estimates else ""
         print(f"trained steps {result.start_step}..{result.steps} in {result.elapsed_s:.1f} s")
         print(f"throughput {result.throughput:,.0f} samples/s{predicted}")
         print(

@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 import torch
 import torch.distributed as dist
 
+from heterps_core.plan import Plan
 from heterps_core.runtime.errors import RunConfigError
 
 _MODES: dict[str, type[SyncMode]] = {}
@@ -22,6 +23,9 @@ class SyncMode:
     # True: the PS answers a pull for round t only after every replica's round t-1 push is
     # applied (summed), so runs are repeatable. False: pushes apply as they arrive.
     ps_synchronous: ClassVar[bool] = True
+    # True: consecutive mini-batches never overlap (the pipeline drains every mini-batch),
+    # so a plan of several stages reaches at most `Plan.flushed_throughput`.
+    flushes: ClassVar[bool] = True
 
     def sync_dense(self, params: Sequence[torch.nn.Parameter], group: Any, replicas: int) -> None:
         """Called after a replica's backward pass, before its optimizer step."""
@@ -53,6 +57,14 @@ def get(name: str) -> SyncMode:
         raise RunConfigError(
             "sync", f"unknown sync mode {name!r}; known: {', '.join(names())}"
         ) from None
+
+
+def bound(plan: Plan, mode: str) -> float | None:
+    """The throughput a run of `plan` in sync mode `mode` can reach at most when that is below
+    the plan's own estimate (a flushing mode, several stages); None otherwise."""
+    if len(plan.stages) < 2 or not get(mode).flushes:
+        return None
+    return plan.flushed_throughput
 
 
 def all_reduce_mean(params: Sequence[torch.nn.Parameter], group: Any, replicas: int) -> None:
@@ -92,6 +104,7 @@ class AsyncPS(SyncMode):
         "one mini-batch ahead: the overlapped pipeline the plan's estimate assumes (HeterPS)"
     )
     ps_synchronous = False
+    flushes = False
 
     def sync_dense(self, params: Sequence[torch.nn.Parameter], group: Any, replicas: int) -> None:
         all_reduce_mean(params, group, replicas)

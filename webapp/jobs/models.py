@@ -6,6 +6,7 @@ from django.conf import settings
 from django.db import models
 
 from heterps_core.plan import Plan
+from heterps_core.runtime import sync
 from webapp.background.models import Status, Work
 from webapp.projects.models import ProjectOwned
 
@@ -75,16 +76,17 @@ class Job(ProjectOwned):
 
     @property
     def flushed_throughput(self) -> float | None:
-        """For an exact (`bsp`) pipeline run of a multi-stage plan, the estimate with the
-        stages taking turns: such a run never overlaps consecutive mini-batches, so this,
-        not `predicted_throughput`, is what it can reach. None where it does not apply."""
-        if self.is_dataparallel or self.sync_mode != "bsp" or len(self.plan.get("stages", [])) < 2:
+        """For a pipeline run whose sync mode drains every mini-batch (`bsp`) of a multi-stage
+        plan, the estimate with the stages taking turns: that, not `predicted_throughput`, is
+        what such a run can reach. None where it does not apply."""
+        if self.is_dataparallel:
             return None
         plan = Plan.from_dict(self.plan)
-        if not plan.throughput or not plan.flushed_throughput:
+        most = sync.bound(plan, self.sync_mode)
+        if not most or not plan.throughput:
             return None
         # Scaled like the job's own estimate (it may be for another batch size).
-        return self.predicted_throughput * plan.flushed_throughput / plan.throughput
+        return self.predicted_throughput * most / plan.throughput
 
     @property
     def active(self) -> bool:
