@@ -305,7 +305,9 @@ class PSClient:
             self.outbox.flush()  # the previous push must have left before its buffers go
         for ref, absorbed in zip(self.refs, self._absorbed, strict=True):
             weight = ref.weight
-            if absorbed:
+            if len(absorbed) == 1:  # one micro-batch: nothing to join
+                idx, values = absorbed[0]
+            elif absorbed:
                 idx = torch.cat([rows for rows, _ in absorbed])
                 values = torch.cat([vals for _, vals in absorbed])
             else:

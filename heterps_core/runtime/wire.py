@@ -153,15 +153,6 @@ def recv_tensor(src: int, tag: int, device: str) -> torch.Tensor:
     return tensor
 
 
-def recv_like(
-    shape: torch.Size, dtype: torch.dtype, src: int, tag: int, device: str
-) -> torch.Tensor:
-    """A tensor whose shape the receiver already knows (gradients of what it sent)."""
-    tensor = torch.empty(shape, dtype=dtype, device=device)
-    dist.recv(tensor, src, tag=tag)
-    return tensor
-
-
 def send_raw(outbox: Outbox, tensor: torch.Tensor, dst: int, tag: int, device: str) -> None:
-    """Data only, for a receiver that knows the shape (`recv_like`)."""
+    """Data only, for a receiver that knows the shape (a receive posted with `Inbox.expect`)."""
     outbox.send(tensor.detach().to(device), dst, tag)
