@@ -17,6 +17,7 @@ import argparse
 import datetime as dt
 import os
 import platform
+import socket
 import sys
 import time
 from dataclasses import dataclass
@@ -35,8 +36,6 @@ from heterps_core.instance import Instance  # noqa: E402
 from heterps_core.runtime import RunConfig, TrainSettings, launch, sync  # noqa: E402
 from heterps_core.runtime.models import resolve_model  # noqa: E402
 from heterps_core.runtime.reference import train_plain  # noqa: E402
-
-PING_PORT = 29541
 
 
 @dataclass(frozen=True)
@@ -105,11 +104,9 @@ def _is_table(layer: torch.nn.Module, param_name: str) -> bool:
     return isinstance(module, torch.nn.Embedding | torch.nn.EmbeddingBag) and module.sparse
 
 
-def _ping(rank: int, floats: int, rounds: int, result: Any) -> None:
+def _ping(rank: int, port: int, floats: int, rounds: int, result: Any) -> None:
     torch.set_num_threads(1)
-    dist.init_process_group(
-        "gloo", init_method=f"tcp://127.0.0.1:{PING_PORT}", rank=rank, world_size=2
-    )
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
     buffer = torch.zeros(floats)
     times = []
     for _ in range(rounds + 3):
@@ -130,7 +127,10 @@ def link_gbps(megabytes: float, rounds: int = 50) -> float:
     """One-way Gbit/s of a gloo message of this size between two local processes (the
     median round trip carries it twice): what a stage boundary costs on this machine."""
     result = mp.get_context("spawn").Value("d", 0.0)
-    mp.spawn(_ping, args=(max(1, int(megabytes * 1e6 / 4)), rounds, result), nprocs=2)
+    with socket.socket() as probe:  # a free port for the pair's rendezvous
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    mp.spawn(_ping, args=(port, max(1, int(megabytes * 1e6 / 4)), rounds, result), nprocs=2)
     return 2 * megabytes * 1e6 * 8 / result.value / 1e9
 
 
