@@ -106,6 +106,11 @@ STATIC_ROOT = BASE_DIR / "staticfiles"  # filled by `collectstatic` in the Docke
 # Serve straight from static/ when collectstatic has not run (the embedded default).
 WHITENOISE_USE_FINDERS = True
 STATIC_ROOT.mkdir(exist_ok=True)  # WhiteNoise warns on every start when it is missing
+# Hashed, compressed, long-cached copies once collectstatic ran (see webapp/staticstorage.py).
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "webapp.staticstorage.StaticStorage"},
+}
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

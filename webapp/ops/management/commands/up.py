@@ -27,6 +27,9 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         self.stdout.write(settings.MODE.describe())
         call_command("migrate", interactive=False, verbosity=0)
+        # Hashed, compressed copies of static/ (webapp/staticstorage.py): seconds, and only
+        # changed files are copied again.
+        call_command("collectstatic", interactive=False, verbosity=0)
         admin, password = ensure_admin()
         if password:
             self.stdout.write(self.style.WARNING(
