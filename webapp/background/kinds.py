@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from django.core.exceptions import ValidationError
+from django.db.models import Model
 
 from heterps_core.progress import ProgressCallback
 
@@ -22,6 +23,9 @@ class WorkKind:
     label: ClassVar[str]
     # Celery queue: GPU-bound kinds go to a queue only GPU worker machines consume.
     queue: ClassVar[str] = "default"
+    # Params that name rows: param key -> model. `start_work` checks that each belongs to
+    # the project the work is started in (a foreign id is answered like a missing one).
+    references: ClassVar[dict[str, type[Model]]] = {}
 
     def clean_params(self, params: Any) -> dict[str, Any]:
         """Validated, JSON-ready parameters; raise ValidationError({field: problem})."""

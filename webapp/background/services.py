@@ -21,7 +21,7 @@ from heterps_core.progress import Progress
 from webapp.background import kinds
 from webapp.background.models import Status, Work
 from webapp.projects.models import Project
-from webapp.projects.permissions import Action, AnyUser, check
+from webapp.projects.permissions import Action, AnyUser, check, check_references
 
 log = logging.getLogger(__name__)
 EVENT_TYPE = "work.event"
@@ -38,6 +38,7 @@ def start_work(
     """Validate, record and enqueue one piece of work; members and owners only."""
     check(user, project, Action.EDIT)
     work_kind = kinds.get(kind)
+    check_references(project, params, work_kind.references)
     clean = work_kind.clean_params(params)
     with transaction.atomic():
         work = Work.objects.create(project=project, kind=kind, params=clean, created_by=user)

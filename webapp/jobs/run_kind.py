@@ -32,6 +32,7 @@ FIELDS = ("plan", "model_name", "model_size", "steps", "batch_size", "micro_batc
 class JobRunKind(WorkKind):
     name = services.RUN_KIND
     label = "Run an approved plan"
+    references = {"job": Job}
 
     def clean_params(self, params: Any) -> dict[str, Any]:
         if not isinstance(params, dict):

@@ -87,9 +87,11 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         project = get_project(request.user, data["project"], Action.EDIT)
-        types = list(ResourceType.objects.filter(pk__in=data["resource_types"]))
+        # Another project's type is answered like a missing one: callers learn nothing.
+        types = list(ResourceType.objects.filter(project=project, pk__in=data["resource_types"]))
         if len(types) != len(set(data["resource_types"])):
-            raise exceptions.ValidationError({"resource_types": ["names an unknown resource type"]})
+            raise exceptions.ValidationError(
+                {"resource_types": ["must name resource types of this project"]})
         try:
             cluster = services.create_cluster(request.user, project, data["name"], types,
                                               data["description"])

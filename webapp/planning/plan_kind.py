@@ -16,6 +16,7 @@ from webapp.planning.models import PlanningRequest
 class PlanKind(WorkKind):
     name = services.KIND
     label = "Plan with several schedulers and compare"
+    references = {"request": PlanningRequest}
 
     def clean_params(self, params: Any) -> dict[str, Any]:
         request_id = params.get("request") if isinstance(params, dict) else None

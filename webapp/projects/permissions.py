@@ -101,3 +101,40 @@ def get_owned(
         raise Http404("No such object.")
     check(user, obj.project_id, action)  # type: ignore[attr-defined]
     return obj
+
+
+# Primary keys are 64-bit on every backend; a larger number names nothing (and would make
+# the database driver raise instead of answering "no such row").
+MAX_ID = 2**63 - 1
+
+
+def valid_id(value: Any) -> int | None:
+    """`value` as a primary key if it can be one (a whole number in 1..2**63-1), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if not isinstance(value, int) or not 1 <= value <= MAX_ID:
+        return None
+    return value
+
+
+def check_references(
+    project: Project | int, params: Any, references: dict[str, type[Model]]
+) -> None:
+    """Every id named in `params` under a key of `references` must be a row of that model in
+    `project`. A foreign id and a missing one get the same ValidationError, so a caller
+    learns nothing about other projects; the role needed is the one already checked on
+    `project`, since the rows belong to it."""
+    if not isinstance(params, dict):
+        return
+    project_id = project if isinstance(project, int) else project.pk
+    for field, model in references.items():
+        if field not in params:
+            continue
+        pk = valid_id(params[field])
+        found = pk is not None and model._default_manager.filter(
+            pk=pk, project_id=project_id).exists()
+        if not found:
+            noun = model._meta.verbose_name
+            raise exceptions.ValidationError({field: f"must name a {noun} of this project"})

@@ -16,6 +16,7 @@ from webapp.rltraining.models import RLTrainingRun
 class RLTrainKind(WorkKind):
     name = services.KIND
     label = "Train the RL planning policy"
+    references = {"run": RLTrainingRun}
 
     def clean_params(self, params: Any) -> dict[str, Any]:
         run_id = params.get("run") if isinstance(params, dict) else None
