@@ -1,0 +1,94 @@
+"""The documented range of every numeric input: one table, checked by the core's validators
+and read by the web forms, the API serializers and the CLI (docs/limits.md lists it).
+
+The bounds keep work finite: a throughput target of 1e308 would ask the solvers for more
+units than any cluster has and a frontier sweep that never ends; a batch of 10**9 samples
+would exhaust memory before the first step. They are generous for real use and tight
+enough that the longest solve stays within the work budgets.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from heterps_core.errors import InstanceError
+
+
+@dataclass(frozen=True)
+class Limit:
+    name: str
+    low: float
+    high: float
+    unit: str
+    integer: bool = False
+    low_inclusive: bool = True  # False: the value must be greater than `low`
+
+    def check(self, value: Any, where: str | None = None,
+              error: type[InstanceError] = InstanceError) -> Any:
+        """`value` if it is a number in range (an int for integer limits), else `error`
+        naming `where` (default: the limit's name), the problem and the range."""
+        where = where or self.name
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise error(where, f"must be a number, got {value!r}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise error(where, f"must be finite, got {value!r}")
+        if self.integer and value != int(value):
+            raise error(where, f"must be a whole number, got {value!r}")
+        too_low = value < self.low if self.low_inclusive else value <= self.low
+        if too_low or value > self.high:
+            raise error(where, f"must be {self.describe()}, got {value!r}")
+        return int(value) if self.integer else float(value)
+
+    def describe(self) -> str:
+        low = _fmt(self.low)
+        high = _fmt(self.high)
+        if self.low_inclusive:
+            return f"between {low} and {high}"
+        return f"greater than {low} and at most {high}"
+
+
+def _fmt(value: float) -> str:
+    if value == int(value) and abs(value) < 1e15:
+        return f"{int(value):,}"
+    return f"{value:g}"
+
+
+def _limit(name: str, low: float, high: float, unit: str, integer: bool = False,
+           low_inclusive: bool = True) -> Limit:
+    return Limit(name, low, high, unit, integer, low_inclusive)
+
+
+# The table. Adding an input = one line here and a reference from its validator.
+LIMITS: dict[str, Limit] = {limit.name: limit for limit in (
+    _limit("batch_size", 1, 65_536, "samples per mini-batch", integer=True),
+    _limit("micro_batches", 1, 1_024, "micro-batches per mini-batch", integer=True),
+    _limit("steps", 1, 10_000_000, "training steps", integer=True),
+    _limit("lr", 0, 10, "learning rate", low_inclusive=False),
+    _limit("workers", 1, 256, "data-parallel workers", integer=True),
+    _limit("threads", 1, 1_024, "CPU threads per unit (cpu:N)", integer=True),
+    _limit("gpu_index", 0, 1_023, "GPU index (cuda:N)", integer=True),
+    _limit("throughput_target", 0, 1e9, "samples/s", low_inclusive=False),
+    _limit("samples", 1, 1e15, "samples to train on"),
+    _limit("price_per_hour", 0, 10_000, "$ per unit-hour", low_inclusive=False),
+    _limit("count", 1, 100_000, "units of one resource type", integer=True),
+    _limit("memory_gb", 0, 1e6, "GB per unit", low_inclusive=False),
+    _limit("network_gbps", 0, 1e5, "Gbit/s per unit", low_inclusive=False),
+    _limit("budget_s", 0.1, 600, "seconds of solver or training time"),
+    _limit("max_updates", 1, 20_000, "policy updates", integer=True),
+    _limit("rl_samples", 2, 1_024, "plans sampled per update", integer=True),
+    _limit("repeats", 1, 100, "profiler repeats per layer", integer=True),
+    _limit("seed", 0, 2**31 - 1, "random seed", integer=True),
+    _limit("run", 1, 1_000_000, "run number", integer=True),
+)}
+
+
+def limit(name: str) -> Limit:
+    return LIMITS[name]
+
+
+def check(name: str, value: Any, where: str | None = None,
+          error: type[InstanceError] = InstanceError) -> Any:
+    """`LIMITS[name].check(value, where, error)`."""
+    return LIMITS[name].check(value, where, error)
