@@ -25,9 +25,11 @@ pytest: $(STAMP)
 	@$(VENV)/bin/pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest: no tests collected (exit 5)"; exit 0; fi; exit $$rc
 
-# A production worker machine: same checkout, DATABASE_URL and REDIS_URL set.
+# A production worker machine: same checkout, DATABASE_URL and REDIS_URL set. Run one for
+# QUEUES=interactive and one for QUEUES=long, so short work never waits behind long work.
 worker: $(STAMP)
-	$(VENV)/bin/celery -A workers worker --loglevel INFO --queues $${QUEUES:-default}
+	$(VENV)/bin/celery -A workers worker --loglevel INFO --queues $${QUEUES:-interactive,long} \
+	    --without-gossip --without-mingle
 
 install: $(STAMP)
 

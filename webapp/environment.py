@@ -133,7 +133,7 @@ def celery_settings(env: Mapping[str, str]) -> dict[str, Any]:
         "CELERY_ACCEPT_CONTENT": ["json"],
         "CELERY_TASK_ACKS_LATE": True,
         "CELERY_WORKER_PREFETCH_MULTIPLIER": 1,
-        "CELERY_TASK_DEFAULT_QUEUE": "default",
+        "CELERY_TASK_DEFAULT_QUEUE": "long",
         "CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP": True,
     }
     if not url:

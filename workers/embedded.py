@@ -1,7 +1,9 @@
-"""The embedded default's worker: a Celery worker in a thread of the server process.
+"""The embedded default's worker: Celery workers in threads of the server process.
 
 With the in-memory broker, only a worker in the same process can see the queue, and
 progress it publishes reaches websocket clients through the in-process channel layer.
+Each queue gets its own worker (its own threads), so a plan asked for while two training
+runs hold the long queue's threads starts at once.
 """
 
 from __future__ import annotations
@@ -16,40 +18,56 @@ from workers.app import app
 
 log = logging.getLogger(__name__)
 
+# webapp.background.kinds.QUEUES, without importing Django models before setup.
+QUEUES = ("interactive", "long")
+
 
 @dataclass
 class EmbeddedWorker:
-    controller: WorkController
-    thread: threading.Thread
+    controllers: list[WorkController]
+    threads: list[threading.Thread]
 
     def stop(self, timeout_s: float = 10.0) -> None:
-        self.controller.stop(in_sighandler=False)
-        self.thread.join(timeout_s)
+        """Stop consuming; wait up to `timeout_s` in all for the running tasks' threads.
+        Running work is told to stop first (`background.services.stop_local_work`)."""
+        for controller in self.controllers:
+            controller.stop(in_sighandler=False)
+        for thread in self.threads:
+            thread.join(timeout_s / len(self.threads))
 
 
-def start(concurrency: int = 2, queues: tuple[str, ...] = ("default",)) -> EmbeddedWorker:
-    """Start consuming `queues` in background threads and return once the worker is ready."""
+def start(concurrency: int = 2, queues: tuple[str, ...] = QUEUES) -> EmbeddedWorker:
+    """Start one worker per queue with `concurrency` threads each; return once all are ready."""
+    app.loader.import_default_modules()
+    controllers, threads = [], []
+    for queue in queues:
+        controller, thread = _start_one(queue, concurrency)
+        controllers.append(controller)
+        threads.append(thread)
+    log.info("embedded Celery workers: %s, %d threads each", ", ".join(queues), concurrency)
+    return EmbeddedWorker(controllers, threads)
+
+
+def _start_one(queue: str, concurrency: int) -> tuple[WorkController, threading.Thread]:
     ready = threading.Event()
 
     class Controller(WorkController):
         def on_consumer_ready(self, consumer: object) -> None:
             ready.set()
 
-    app.loader.import_default_modules()
     controller = Controller(
         app=app,
         pool="threads",
         concurrency=concurrency,
-        queues=list(queues),
-        hostname=f"embedded@{threading.get_ident()}",
+        queues=[queue],
+        hostname=f"embedded-{queue}@{threading.get_ident()}",
         without_heartbeat=True,
         without_mingle=True,
         without_gossip=True,
         loglevel="INFO",
     )
-    thread = threading.Thread(target=controller.start, name="celery-embedded", daemon=True)
+    thread = threading.Thread(target=controller.start, name=f"celery-{queue}", daemon=True)
     thread.start()
     if not ready.wait(30):
-        raise RuntimeError("the embedded Celery worker did not start within 30 s")
-    log.info("embedded Celery worker consuming %s with %d threads", ",".join(queues), concurrency)
-    return EmbeddedWorker(controller, thread)
+        raise RuntimeError(f"the embedded Celery worker for {queue} did not start within 30 s")
+    return controller, thread

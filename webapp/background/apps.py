@@ -5,3 +5,6 @@ class BackgroundConfig(AppConfig):
     name = "webapp.background"
     label = "background"
     verbose_name = "Background work"
+
+    def ready(self) -> None:
+        from webapp.background import evaluate_kind  # noqa: F401  registers its work kind

@@ -14,8 +14,9 @@ from heterps_core.costmodel import ChainCosts, evaluate, is_better
 from heterps_core.errors import InstanceError
 from heterps_core.instance import Instance
 from heterps_core.plan import Plan
-from heterps_core.progress import Progress, ProgressCallback
-from webapp.background.kinds import WorkKind, register
+from heterps_core.progress import Progress
+from webapp.background.context import WorkContext
+from webapp.background.kinds import INTERACTIVE, WorkKind, register
 
 MAX_ASSIGNMENTS = 1000
 
@@ -24,6 +25,7 @@ MAX_ASSIGNMENTS = 1000
 class EvaluateKind(WorkKind):
     name = "evaluate"
     label = "Price assignments with the cost model"
+    queue = INTERACTIVE
 
     def clean_params(self, params: Any) -> dict[str, Any]:
         if not isinstance(params, dict):
@@ -38,7 +40,8 @@ class EvaluateKind(WorkKind):
             _check_assignment(instance, assignment, f"assignments[{i}]")
         return {"instance": instance.to_dict(), "assignments": assignments}
 
-    def run(self, params: dict[str, Any], progress: ProgressCallback) -> dict[str, Any]:
+    def run(self, ctx: WorkContext) -> dict[str, Any]:
+        params = ctx.params
         instance = Instance.from_dict(params["instance"])
         costs = ChainCosts(instance)
         assignments = params["assignments"]
@@ -49,7 +52,7 @@ class EvaluateKind(WorkKind):
             if is_better(plan, plans[best] if best is not None else None):
                 best = i
             plans.append(plan)
-            progress(
+            ctx.progress(
                 Progress(
                     i + 1,
                     len(assignments),

@@ -1,9 +1,10 @@
 """Work kinds: what a background-work record does. One small class per kind, one registry.
 
-Adding a kind: subclass `WorkKind`, set `name`/`label`, implement `clean_params` (reject
-bad input with a `ValidationError` naming the field) and `run` (call heterps_core, report
-progress, return JSON), decorate it with `@register`, and import its module in
-`webapp/background/kind_modules.py`. The Celery task `workers.tasks.run_work` runs every kind.
+Adding a kind: subclass `WorkKind`, set `name`/`label` (and `queue`: interactive or long),
+implement `clean_params` (reject bad input with a `ValidationError` naming the field) and
+`run(ctx)` (call heterps_core with `ctx.progress`, check `ctx.cancelled()` in long loops,
+return JSON), decorate it with `@register`, and import its module from the app's
+`AppConfig.ready()`. The Celery task `workers.tasks.run_work` runs every kind.
 """
 
 from __future__ import annotations
@@ -13,7 +14,13 @@ from typing import Any, ClassVar
 from django.core.exceptions import ValidationError
 from django.db.models import Model
 
-from heterps_core.progress import ProgressCallback
+from webapp.background.context import WorkContext
+
+# Celery queues. Interactive work (seconds) never waits behind long work (minutes, hours):
+# each queue has its own workers (embedded: its own threads), see docs/operations.md.
+INTERACTIVE = "interactive"
+LONG = "long"
+QUEUES = (INTERACTIVE, LONG)
 
 _KINDS: dict[str, type[WorkKind]] = {}
 
@@ -21,8 +28,7 @@ _KINDS: dict[str, type[WorkKind]] = {}
 class WorkKind:
     name: ClassVar[str]
     label: ClassVar[str]
-    # Celery queue: GPU-bound kinds go to a queue only GPU worker machines consume.
-    queue: ClassVar[str] = "default"
+    queue: ClassVar[str] = LONG
     # Params that name rows: param key -> model. `start_work` checks that each belongs to
     # the project the work is started in (a foreign id is answered like a missing one).
     references: ClassVar[dict[str, type[Model]]] = {}
@@ -31,8 +37,8 @@ class WorkKind:
         """Validated, JSON-ready parameters; raise ValidationError({field: problem})."""
         raise NotImplementedError
 
-    def run(self, params: dict[str, Any], progress: ProgressCallback) -> dict[str, Any]:
-        """Do the work; return the JSON result stored on the record."""
+    def run(self, ctx: WorkContext) -> dict[str, Any]:
+        """Do the work described by `ctx.params`; return the JSON result stored on the record."""
         raise NotImplementedError
 
 
@@ -44,7 +50,6 @@ def register(cls: type[WorkKind]) -> type[WorkKind]:
 
 
 def get(name: str) -> WorkKind:
-    _load()
     try:
         return _KINDS[name]()
     except KeyError:
@@ -53,14 +58,8 @@ def get(name: str) -> WorkKind:
 
 
 def names() -> list[str]:
-    _load()
     return sorted(_KINDS)
 
 
 def choices() -> list[tuple[str, str]]:
-    _load()
     return [(name, _KINDS[name].label) for name in sorted(_KINDS)]
-
-
-def _load() -> None:
-    from webapp.background import kind_modules  # noqa: F401  registers every kind

@@ -19,6 +19,7 @@ from django.utils import timezone
 from heterps_core.errors import HeterPSError
 from heterps_core.progress import Progress
 from webapp.background import kinds
+from webapp.background.context import WorkCancelled, WorkContext
 from webapp.background.models import Status, Work
 from webapp.projects.models import Project
 from webapp.projects.permissions import Action, AnyUser, check, check_references
@@ -26,10 +27,6 @@ from webapp.projects.permissions import Action, AnyUser, check, check_references
 log = logging.getLogger(__name__)
 EVENT_TYPE = "work.event"
 TASK_NAME = "heterps.run_work"
-
-
-class WorkCancelled(Exception):
-    """Raised inside a running kind when someone asked to cancel it."""
 
 
 def start_work(
@@ -53,7 +50,11 @@ def run_work(work_id: int) -> None:
     if work is None:
         return
     try:
-        result = kinds.get(work.kind).run(work.params, lambda p: report_progress(work_id, p))
+        ctx = WorkContext(
+            work_id=work_id, project_id=work.project_id, user_id=work.created_by_id,
+            params=work.params, report=lambda p: report_progress(work_id, p),
+        )
+        result = kinds.get(work.kind).run(ctx)
     except WorkCancelled:
         _finish(work_id, Status.CANCELLED, message="Cancelled.")
     except HeterPSError as exc:

@@ -4,3 +4,6 @@ from django.apps import AppConfig
 class JobsConfig(AppConfig):
     name = "webapp.jobs"
     label = "jobs"
+
+    def ready(self) -> None:
+        from webapp.jobs import run_kind  # noqa: F401  registers its work kind

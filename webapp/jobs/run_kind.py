@@ -18,8 +18,8 @@ from django.db import transaction
 from heterps_core.errors import HeterPSError
 from heterps_core.progress import Progress, ProgressCallback
 from heterps_core.runtime import Launcher, MetricsSample, RunCancelled, RunResult
+from webapp.background.context import WorkCancelled, WorkContext
 from webapp.background.kinds import WorkKind, register
-from webapp.background.services import WorkCancelled
 from webapp.jobs import dataparallel_run, runconfig, services
 from webapp.jobs.models import Job
 from workers.agents import coordinator_address, dispatch_agents, remote_units
@@ -44,14 +44,15 @@ class JobRunKind(WorkKind):
             raise ValidationError({"run": f"must be a positive run number, got {run!r}"})
         return {"job": job_id, "run": run}
 
-    def run(self, params: dict[str, Any], progress: ProgressCallback) -> dict[str, Any]:
-        job = Job.objects.get(pk=params["job"])
-        run = params["run"]
+    def run(self, ctx: WorkContext) -> dict[str, Any]:
+        job = Job.objects.get(pk=ctx.params["job"])
+        run = ctx.params["run"]
+        progress = ctx.progress
         # Earlier runs' cost, as it stood when this run started (a rerun of this very run
         # after a worker died must not count its own partial cost twice).
         base_cost = _cost_before(job, run)
-        stop = threading.Event()
-        ids = _Ids(job=job.pk, project=job.project_id, work=_work_id(job, run))
+        stop = ctx.stop  # set on cancel, server shutdown or a lost lease
+        ids = _Ids(job=job.pk, project=job.project_id, work=ctx.work_id)
         if job.is_dataparallel:
             return _run_dataparallel(job, run, ids, base_cost, progress, stop)
         fields = {name: getattr(job, name) for name in FIELDS}
@@ -169,14 +170,6 @@ def _store(
             progress(report)
         except WorkCancelled:
             stop.set()  # the launcher polls it and stops every process
-
-
-def _work_id(job: Job, run: int) -> int:
-    from webapp.background.models import Work
-
-    work = Work.objects.filter(kind=services.RUN_KIND, params__job=job.pk,
-                               params__run=run).order_by("-pk").first()
-    return work.pk if work else (job.work_id or 0)
 
 
 def _cost_before(job: Job, run: int) -> float:

@@ -6,8 +6,8 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
-from heterps_core.progress import ProgressCallback
-from webapp.background.kinds import WorkKind, register
+from webapp.background.context import WorkContext
+from webapp.background.kinds import INTERACTIVE, WorkKind, register
 from webapp.planning import services
 from webapp.planning.models import PlanningRequest
 
@@ -16,6 +16,7 @@ from webapp.planning.models import PlanningRequest
 class PlanKind(WorkKind):
     name = services.KIND
     label = "Plan with several schedulers and compare"
+    queue = INTERACTIVE
     references = {"request": PlanningRequest}
 
     def clean_params(self, params: Any) -> dict[str, Any]:
@@ -26,5 +27,5 @@ class PlanKind(WorkKind):
             raise ValidationError({"request": "must name an existing planning request"})
         return {"request": request_id}
 
-    def run(self, params: dict[str, Any], progress: ProgressCallback) -> dict[str, Any]:
-        return services.solve_request(params["request"], progress)
+    def run(self, ctx: WorkContext) -> dict[str, Any]:
+        return services.solve_request(ctx.params["request"], ctx.progress)

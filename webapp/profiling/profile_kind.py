@@ -7,7 +7,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 
 from heterps_core.profiler import ProfileOptions, profile_zoo_model
-from heterps_core.progress import ProgressCallback
+from webapp.background.context import WorkContext
 from webapp.background.kinds import WorkKind, register
 from webapp.profiling import services
 from webapp.profiling.models import ProfileRun
@@ -28,11 +28,11 @@ class ProfileKind(WorkKind):
             raise ValidationError({"run": "must name an existing profile run"})
         return {"run": run_id}
 
-    def run(self, params: dict[str, Any], progress: ProgressCallback) -> dict[str, Any]:
-        run = ProfileRun.objects.select_related("model").get(pk=params["run"])
+    def run(self, ctx: WorkContext) -> dict[str, Any]:
+        run = ProfileRun.objects.select_related("model").get(pk=ctx.params["run"])
         options = ProfileOptions(threads=THREADS, warmup=1, repeats=run.repeats)
         profile = profile_zoo_model(run.model.zoo_name, options, size=run.model.size or "tiny",
-                                    batch_size=run.batch_size, progress=progress)
+                                    batch_size=run.batch_size, progress=ctx.progress)
         services.record_profile(run.pk, profile)
         return {"run": run.pk, "layers": len(profile.layers), "total_s": profile.total_s,
                 "device": profile.device.label}

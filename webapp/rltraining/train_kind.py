@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
-from heterps_core.progress import ProgressCallback
+from webapp.background.context import WorkContext
 from webapp.background.kinds import WorkKind, register
 from webapp.rltraining import services
 from webapp.rltraining.models import RLTrainingRun
@@ -24,5 +24,5 @@ class RLTrainKind(WorkKind):
             raise ValidationError({"run": "must name an existing RL training run"})
         return {"run": run_id}
 
-    def run(self, params: dict[str, Any], progress: ProgressCallback) -> dict[str, Any]:
-        return services.train(params["run"], progress)
+    def run(self, ctx: WorkContext) -> dict[str, Any]:
+        return services.train(ctx.params["run"], ctx.progress)

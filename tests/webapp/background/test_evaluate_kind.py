@@ -11,6 +11,7 @@ from django.core.exceptions import ValidationError
 
 from heterps_core.progress import Progress
 from webapp.background import kinds
+from webapp.background.context import WorkContext
 
 TINY = json.loads(
     (Path(__file__).resolve().parents[3] / "webapp/catalogue/demo/tiny-ctr.json").read_text()
@@ -52,7 +53,8 @@ def test_run_prices_the_spec_example_and_reports_each_step() -> None:
         {"instance": TINY, "assignments": [["cpu"] * 3, ["cpu", "gpu", "gpu"], ["gpu"] * 3]}
     )
     seen: list[Progress] = []
-    result = kind.run(params, seen.append)
+    ctx = WorkContext(work_id=0, project_id=0, user_id=None, params=params, report=seen.append)
+    result = kind.run(ctx)
     # The spec's worked example (§7): 4.2, 3.6 and 12.0 $/h; the mixed plan is the optimum.
     assert [p["cost_per_hour"] for p in result["plans"]] == pytest.approx([4.2, 3.6, 12.0])
     assert result["best"] == 1
