@@ -37,6 +37,14 @@ class PlanCommand(Command):
         parser.add_argument(
             "--pretrained", action="store_true", help="rl: plan with the shipped policy"
         )
+        parser.add_argument(
+            "--policy-only", action="store_true",
+            help="rl: the policy's own best sampled plan (no local search, no fallback)",
+        )
+        parser.add_argument(
+            "--from-scratch", action="store_true",
+            help="rl: train from random weights on this instance (no pretrained warm start)",
+        )
         parser.add_argument("--explain", action="store_true", help="why this plan, runner-ups")
         parser.add_argument("--json", action="store_true", help="print JSON")
 
@@ -46,7 +54,12 @@ class PlanCommand(Command):
         instance = Instance.load(args.instance)
         if args.budget_s is not None and args.budget_s <= 0:
             raise InstanceError("--budget-s", f"must be greater than 0, got {args.budget_s:g}")
-        options = {"seed": args.seed, "budget_s": args.budget_s, "pretrained": args.pretrained}
+        if args.pretrained and args.from_scratch:
+            raise InstanceError(
+                "--from-scratch", "cannot be combined with --pretrained (pick one start)"
+            )
+        options = {"seed": args.seed, "budget_s": args.budget_s, "pretrained": args.pretrained,
+                   "policy_only": args.policy_only, "from_scratch": args.from_scratch}
         if args.scheduler == ALL:
             return _plan_all(instance, options, args.json)
         plan = create(args.scheduler, **options).plan(instance)
