@@ -9,6 +9,7 @@ urlpatterns = [
     path("jobs/", include("webapp.jobs.urls")),
     path("costs/", include("webapp.costs.urls")),
     path("models/", include("webapp.modelzoo.urls")),
+    path("resources/", include("webapp.catalogue.urls")),
     path("profiling/", include("webapp.profiling.urls")),
     path("planning/", include("webapp.planning.urls")),
     path("rl/", include("webapp.rltraining.urls")),

@@ -30,6 +30,12 @@ class ResourceType(ProjectOwned):
     def __str__(self) -> str:
         return f"{self.name} ({self.kind}, ${self.price_per_hour}/h per unit)"
 
+    def clean(self) -> None:
+        """The catalogue service's validation, so the admin accepts what pages and API do."""
+        from webapp.catalogue.services import FIELDS, clean
+
+        clean({f: getattr(self, f) for f in FIELDS})
+
     def to_core(self) -> Resource:
         return Resource(
             name=self.name,

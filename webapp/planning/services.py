@@ -72,6 +72,40 @@ def create_cluster(
     return cluster
 
 
+def update_cluster(
+    user: AbstractBaseUser | AnyUser, cluster: Cluster, name: str,
+    resource_types: list[ResourceType], description: str = "",
+) -> Cluster:
+    """Rename or re-pool a cluster; plans made on it keep the instance they were solved on."""
+    check(user, cluster.project_id, Action.EDIT)
+    name = name.strip()
+    if not name:
+        raise ValidationError({"name": "must not be empty"})
+    if Cluster.objects.filter(project_id=cluster.project_id, name=name).exclude(
+            pk=cluster.pk).exists():
+        raise ValidationError({"name": f"a cluster called {name!r} already exists"})
+    if not resource_types:
+        raise ValidationError({"resource_types": "pick at least one resource type"})
+    if any(r.project_id != cluster.project_id for r in resource_types):
+        raise ValidationError({"resource_types": "must belong to this project"})
+    with transaction.atomic():
+        cluster.name, cluster.description = name, description
+        cluster.save(update_fields=["name", "description"])
+        cluster.resource_types.set(resource_types)
+    return cluster
+
+
+def delete_cluster(user: AbstractBaseUser | AnyUser, cluster: Cluster) -> None:
+    """Refused once plans were made on it: they (and jobs approved from them) name it."""
+    check(user, cluster.project_id, Action.EDIT)
+    plans = cluster.plans.count()
+    if plans:
+        raise ValidationError({"cluster": f"{plans} plan(s) were made on {cluster.name}; "
+                                          "it stays so they keep their cluster (edit it "
+                                          "instead)"})
+    cluster.delete()
+
+
 # --- planning requests ------------------------------------------------------------------
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -66,6 +67,42 @@ def create_cluster(request: HttpRequest, project_pk: int) -> HttpResponse:
         else:
             return redirect("planning:project", project_pk=project.pk)
     return _render_project(request, project, PlanningForm(project), form, status=400)
+
+
+def edit_cluster(request: HttpRequest, pk: int) -> HttpResponse:
+    cluster = get_owned(request.user, Cluster.objects.select_related("project"), pk,
+                        Action.EDIT)
+    initial = {"name": cluster.name, "description": cluster.description,
+               "resource_types": list(cluster.resource_types.all())}
+    form = ClusterForm(cluster.project, request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            services.update_cluster(request.user, cluster, data["name"],
+                                    list(data["resource_types"]), data["description"])
+        except ValidationError as exc:
+            add_service_errors(form, exc)
+        else:
+            messages.success(request, f"Saved cluster {cluster.name}.")
+            return redirect("planning:project", project_pk=cluster.project_id)
+    return render(request, "planning/cluster_form.html",
+                  {"cluster": cluster, "project": cluster.project, "form": form,
+                   "plans": cluster.plans.count()},
+                  status=400 if request.method == "POST" else 200)
+
+
+@require_POST
+def delete_cluster(request: HttpRequest, pk: int) -> HttpResponse:
+    cluster = get_owned(request.user, Cluster.objects.select_related("project"), pk,
+                        Action.EDIT)
+    try:
+        services.delete_cluster(request.user, cluster)
+    except ValidationError as exc:
+        for problem in exc.messages:
+            messages.error(request, f"{cluster.name} was not deleted: {problem}")
+    else:
+        messages.success(request, f"Deleted cluster {cluster.name}.")
+    return redirect("planning:project", project_pk=cluster.project_id)
 
 
 def detail(request: HttpRequest, pk: int) -> HttpResponse:

@@ -8,6 +8,8 @@ from django.shortcuts import redirect, render
 
 from webapp.background.forms import EvaluateForm
 from webapp.background.models import Work
+from webapp.catalogue import services as catalogue
+from webapp.catalogue.forms import ResourceTypeForm
 from webapp.catalogue.models import ResourceType
 from webapp.projects import services
 from webapp.projects.forms import ProjectForm
@@ -35,7 +37,10 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
         "role": role_of(request.user, project),
         "can_edit": can(request.user, project, Action.EDIT),
         "memberships": project.memberships.select_related("user"),
-        "resource_types": ResourceType.objects.filter(project=project),
+        "resource_types": ResourceType.objects.filter(project=project)
+        .prefetch_related("clusters"),
+        "resource_form": ResourceTypeForm(),
+        "hardware": catalogue.hardware_catalogue(),
         "work": Work.objects.filter(project=project)[:20],
         "evaluate_form": EvaluateForm.demo(),
     }
