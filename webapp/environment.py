@@ -125,23 +125,82 @@ def channel_layers(env: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
+# The longest task we accept runs 12 hours (a long training run). A message a worker
+# took but never acknowledged (its main process died) is delivered again after this long;
+# it must exceed the longest task, or a healthy running task is delivered a second time
+# (the lease then turns that delivery away). Records do not wait for it: the sweeper
+# fails or requeues a dead worker's work once its lease expires (WORK_LEASE_S).
+VISIBILITY_TIMEOUT_S = 12 * 3600
+
+
 def celery_settings(env: Mapping[str, str]) -> dict[str, Any]:
-    """Celery options, as Django settings with the CELERY_ prefix."""
+    """Celery options, as Django settings with the CELERY_ prefix (see docs/operations.md)."""
     url = env.get("REDIS_URL")
     common: dict[str, Any] = {
         "CELERY_TASK_SERIALIZER": "json",
         "CELERY_ACCEPT_CONTENT": ["json"],
+        # A task is acknowledged when it ends; a pool child killed mid-task puts its message
+        # back at once (reject on worker lost), for the next child to recover the record.
         "CELERY_TASK_ACKS_LATE": True,
+        "CELERY_TASK_REJECT_ON_WORKER_LOST": True,
         "CELERY_WORKER_PREFETCH_MULTIPLIER": 1,
         "CELERY_TASK_DEFAULT_QUEUE": "long",
+        # Reconnect after a broker restart, at start-up and later, without giving up.
         "CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP": True,
+        "CELERY_BROKER_CONNECTION_RETRY": True,
+        "CELERY_BROKER_CONNECTION_MAX_RETRIES": None,
+        # Tasks keep running while the broker is away; their lease guards against doubles.
+        "CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS": False,
+        # Submitting with the broker down fails within seconds (an HTTP 503), not minutes.
+        "CELERY_TASK_PUBLISH_RETRY_POLICY": {
+            "max_retries": 2, "interval_start": 0.2, "interval_step": 0.5, "interval_max": 1.0,
+        },
     }
     if not url:
         return common | {
             "CELERY_BROKER_URL": "memory://localhost/",
             "CELERY_RESULT_BACKEND": "cache+memory://",
         }
-    return common | {"CELERY_BROKER_URL": url, "CELERY_RESULT_BACKEND": url}
+    return common | {
+        "CELERY_BROKER_URL": url,
+        "CELERY_RESULT_BACKEND": url,
+        "CELERY_BROKER_TRANSPORT_OPTIONS": {
+            "visibility_timeout": VISIBILITY_TIMEOUT_S,
+            "socket_connect_timeout": 5,
+            "socket_keepalive": True,
+            "health_check_interval": 30,
+            "retry_on_timeout": True,
+        },
+        "CELERY_RESULT_BACKEND_ALWAYS_RETRY": True,
+        "CELERY_RESULT_BACKEND_MAX_RETRIES": 10,
+        "CELERY_REDIS_BACKEND_HEALTH_CHECK_INTERVAL": 30,
+        "CELERY_REDIS_SOCKET_CONNECT_TIMEOUT": 5,
+    }
+
+
+def work_timing(env: Mapping[str, str]) -> dict[str, float]:
+    """Lease and sweep intervals of background work (seconds); tests shorten them.
+
+    A running record's lease is refreshed every WORK_HEARTBEAT_S (and by each progress
+    report); one not refreshed for WORK_LEASE_S belongs to a dead worker. The sweeper looks
+    every WORK_SWEEP_S; a queued record it cannot find in the broker for WORK_REQUEUE_S is
+    sent again."""
+    names = {"WORK_LEASE_S": 60.0, "WORK_HEARTBEAT_S": 10.0, "WORK_SWEEP_S": 30.0,
+             "WORK_REQUEUE_S": 120.0}
+    timing = {}
+    for name, default in names.items():
+        raw = env.get(f"HETERPS_{name}")
+        try:
+            value = float(raw) if raw is not None else default
+        except ValueError:
+            raise SettingsError(
+                f"HETERPS_{name}", f"must be a number of seconds, got {raw!r}") from None
+        if not 0 < value <= 86400:
+            raise SettingsError(f"HETERPS_{name}", f"must be in (0, 86400] seconds, got {raw}")
+        timing[name] = value
+    if timing["WORK_HEARTBEAT_S"] * 2 > timing["WORK_LEASE_S"]:
+        raise SettingsError("HETERPS_WORK_HEARTBEAT_S", "must be at most half of the lease")
+    return timing
 
 
 def secret_key(env: Mapping[str, str], var_dir: Path) -> str:

@@ -84,6 +84,9 @@ DATABASES = environment.databases(os.environ, VAR_DIR)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 CHANNEL_LAYERS = environment.channel_layers(os.environ)
 globals().update(environment.celery_settings(os.environ))
+globals().update(environment.work_timing(os.environ))
+# Attempts of a kind that may start over (WorkKind.retryable) before a lost worker fails it.
+WORK_MAX_ATTEMPTS = 2
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
