@@ -18,6 +18,14 @@ MODE = environment.mode(os.environ)
 SECRET_KEY = environment.secret_key(os.environ, VAR_DIR)
 DEBUG = environment.flag(os.environ, "DEBUG", default=False)
 ALLOWED_HOSTS = environment.allowed_hosts(os.environ)
+# Loading code into the server is the operator's decision, never a side effect of a text
+# field: users may import only these installed `package.module:factory` names as models
+# (comma-separated in HETERPS_MODEL_FACTORIES; see docs/web-planning.md).
+MODEL_FACTORIES = tuple(
+    f.strip() for f in os.environ.get(
+        "HETERPS_MODEL_FACTORIES", "heterps_core.zoo.examples.tabular:tabular_ctr"
+    ).split(",") if f.strip()
+)
 CSRF_TRUSTED_ORIGINS = [
     o.strip() for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()
 ]
