@@ -1,0 +1,25 @@
+"""The parameter server's storage: rows that exist when touched, and their optimisers.
+
+| module | holds |
+|---|---|
+| `rowinit.py` | `RowInit`: a row's first value from (seed, row id); `fill_table_` (plain loops) |
+| `index.py` | `RowIndex`: id -> slot, vectorised open addressing |
+| `arena.py` | `Arena`: rows by slot, grown by chunks |
+| `optim.py` | the registry of sparse optimisers (`sgd`, `adagrad`, `adam`) |
+| `store.py` | `RowStore`: one table on one shard (pull, push, evict, checkpoint) |
+"""
+
+from heterps_core.ps.optim import SparseOptimizer, UnknownOptimizerError, get, names
+from heterps_core.ps.rowinit import RowInit, fill_table_, initial_rows
+from heterps_core.ps.store import RowStore
+
+__all__ = [
+    "RowInit",
+    "RowStore",
+    "SparseOptimizer",
+    "UnknownOptimizerError",
+    "fill_table_",
+    "get",
+    "initial_rows",
+    "names",
+]

@@ -1,0 +1,97 @@
+"""Initial row values as a pure function of (table seed, row id): no table is ever drawn.
+
+A row's first value must not depend on which shard holds it, how many shards there are or
+when it is first touched, so every row is drawn from its own counter-based stream: a
+splitmix64 hash of (seed, row id, counter) gives two 32-bit uniforms, and Box-Muller
+turns each such pair into two normals. Everything is vectorised over the rows asked for.
+
+`fill_table_` applies the same function to a whole (small) `nn.Embedding` weight, so a
+plain single-process loop starts from exactly the rows a parameter server would create.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+KINDS = ("normal", "uniform", "zeros")
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_TO_UNIT = 2.0**-32
+_FILL_ROWS = 1 << 16  # rows drawn at once by `fill_table_`, to bound its temporary memory
+
+
+@dataclass(frozen=True)
+class RowInit:
+    """How a table's rows start: normal(0, scale), uniform(-scale, scale) or zeros."""
+
+    kind: str
+    scale: float
+    seed: int
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"row initialisation must be one of {', '.join(KINDS)}, "
+                             f"got {self.kind!r}")
+
+    def rows(self, ids: torch.Tensor, dim: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        """The initial values [len(ids), dim] of rows `ids` (global row ids, int64)."""
+        return initial_rows(ids, dim, self, dtype)
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser, in place on a uint64 array (wrapping arithmetic is defined)."""
+    x ^= x >> np.uint64(30)
+    x *= _M1
+    x ^= x >> np.uint64(27)
+    x *= _M2
+    x ^= x >> np.uint64(31)
+    return x
+
+
+def _uniforms(ids: np.ndarray, seed: int, draws: int) -> np.ndarray:
+    """[len(ids), draws] float64 in (0, 1): two 32-bit draws from each hash(seed, id, j)."""
+    hashes = (draws + 1) // 2
+    with np.errstate(over="ignore"):
+        key = _mix(np.uint64(seed & 0xFFFFFFFFFFFFFFFF) ^ _mix(ids.astype(np.uint64) * _GOLDEN))
+        counters = np.arange(1, hashes + 1, dtype=np.uint64) * _GOLDEN
+        bits = _mix(key[:, None] + counters[None, :])
+    high = (bits >> np.uint64(32)).astype(np.float64)
+    low = (bits & np.uint64(0xFFFFFFFF)).astype(np.float64)
+    return (np.concatenate([high, low], axis=1)[:, :draws] + 0.5) * _TO_UNIT
+
+
+def initial_rows(
+    ids: torch.Tensor, dim: int, init: RowInit, dtype: torch.dtype = torch.float32
+) -> torch.Tensor:
+    n = int(ids.numel())
+    if init.kind == "zeros" or n == 0:
+        return torch.zeros(n, dim, dtype=dtype)
+    flat = ids.detach().reshape(-1).to("cpu", torch.int64).numpy()
+    if init.kind == "uniform":
+        values = (_uniforms(flat, init.seed, dim) * 2.0 - 1.0) * init.scale
+    else:
+        pairs = (dim + 1) // 2
+        u = _uniforms(flat, init.seed, 2 * pairs)
+        radius = np.sqrt(-2.0 * np.log(u[:, :pairs]))  # u > 0
+        angle = (2.0 * math.pi) * u[:, pairs:]
+        values = np.concatenate([radius * np.cos(angle), radius * np.sin(angle)], axis=1)
+        values = values[:, :dim] * init.scale
+    return torch.from_numpy(np.ascontiguousarray(values)).to(dtype)
+
+
+def fill_table_(weight: torch.Tensor, init: RowInit, first_row: int = 0) -> torch.Tensor:
+    """Fill `weight` (rows first_row.. of a table) with the rows a parameter server creates."""
+    with torch.no_grad():
+        for start in range(0, weight.shape[0], _FILL_ROWS):
+            stop = min(start + _FILL_ROWS, weight.shape[0])
+            ids = torch.arange(first_row + start, first_row + stop, dtype=torch.int64)
+            weight[start:stop] = initial_rows(ids, weight.shape[1], init, weight.dtype).to(
+                weight.device
+            )
+    return weight
