@@ -55,7 +55,8 @@ class RunCommand(Command):
 
         from heterps_core.runtime import sync
         from heterps_core.runtime.binding import parse_binding
-        from heterps_core.runtime.launcher import Launcher, RunConfig
+        from heterps_core.runtime.compile import RunConfig, default_micro_batches
+        from heterps_core.runtime.launcher import FINAL_LOSS_STEPS, Launcher
         from heterps_core.runtime.models import resolve_model
         from heterps_core.runtime.spec import TrainSettings
 
@@ -64,7 +65,7 @@ class RunCommand(Command):
         batch_size = args.batch_size or zoo.default_batch_size
         if batch_size < 1:
             raise InstanceError("batch-size", f"must be at least 1, got {batch_size}")
-        micro = args.micro_batches or (4 if len(plan.stages) > 1 else 1)
+        micro = args.micro_batches or default_micro_batches(len(plan.stages))
         train = TrainSettings(
             model=args.model,
             steps=args.steps,
@@ -96,8 +97,7 @@ class RunCommand(Command):
             print(f"waiting for worker agents: --coordinator {host}:{port}", file=sys.stderr)
         result = launcher.wait()
         line.close()
-        tail = result.losses[-10:]
-        loss = sum(tail) / len(tail) if tail else None
+        loss = result.final_loss
         summary = {
             "steps": result.steps,
             "start_step": result.start_step,
@@ -122,7 +122,7 @@ class RunCommand(Command):
         print(f"trained steps {result.start_step}..{result.steps} in {result.elapsed_s:.1f} s")
         print(f"throughput {result.throughput:,.0f} samples/s{predicted}")
         print(
-            f"loss {loss:.4f} (mean of the last {len(tail)} steps)"
+            f"loss {loss:.4f} (mean of the last {min(FINAL_LOSS_STEPS, len(result.losses))} steps)"
             if loss is not None
             else "loss -"
         )

@@ -1,12 +1,14 @@
 """The runtime: executes a plan with real processes (stage replicas + parameter server).
 
-Entry points: `launch(RunConfig(...), sink, cancel)` for a whole run, `Launcher` for
-start/wait/pids, `run_agent` (in `agent`) on worker machines. See docs/runtime.md.
+Entry points: `compile_run(RunConfig(...))` to validate a run (nothing started),
+`launch(RunConfig(...), sink, cancel)` for a whole run, `Launcher` for start/wait/pids,
+`run_agent` (in `agent`) on worker machines. See docs/runtime.md.
 """
 
 from heterps_core.runtime.binding import Target, parse_binding, parse_target
+from heterps_core.runtime.compile import RunConfig, compile_run
 from heterps_core.runtime.errors import RunCancelled, RunConfigError, RunError
-from heterps_core.runtime.launcher import Launcher, RunConfig, RunResult, launch
+from heterps_core.runtime.launcher import Launcher, RunResult, launch
 from heterps_core.runtime.metrics import MetricsSample, MetricsSink, StageMetrics, progress_sink
 from heterps_core.runtime.spec import TrainSettings
 
@@ -22,6 +24,7 @@ __all__ = [
     "StageMetrics",
     "Target",
     "TrainSettings",
+    "compile_run",
     "launch",
     "parse_binding",
     "parse_target",

@@ -78,6 +78,14 @@ def check_job(root: str | Path, fingerprint: dict[str, Any]) -> None:
     if not path.exists():
         path.write_text(json.dumps(fingerprint, indent=2) + "\n")
         return
+    refuse_other_job(root, fingerprint)
+
+
+def refuse_other_job(root: str | Path, fingerprint: dict[str, Any]) -> None:
+    """Refuse a directory that records another job (reads only; nothing recorded: fine)."""
+    path = Path(root) / JOB_FILE
+    if not path.exists():
+        return
     recorded = json.loads(path.read_text())
     for key, value in fingerprint.items():
         if recorded.get(key) != value:

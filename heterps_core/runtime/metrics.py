@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from heterps_core import rendezvous as keys
 from heterps_core.progress import Progress, ProgressCallback
 from heterps_core.runtime.spec import JobSpec
 
@@ -146,9 +147,9 @@ class Reporter:
 
     def flush(self) -> None:
         chunk = {"done": self._done, "busy": self.clock.busy_s, "idle": self.clock.idle_s}
-        self.store.set(f"metrics/{self.rank}/{self._seq}", json.dumps(chunk))
+        self.store.set(keys.metrics_chunk(self.rank, self._seq), json.dumps(chunk))
         self._seq += 1
-        self.store.set(f"metrics/{self.rank}/n", str(self._seq))
+        self.store.set(keys.metrics_count(self.rank), str(self._seq))
         self._done = []
         self._last_flush = time.perf_counter()
 
@@ -190,12 +191,12 @@ class Collector:
 
     def poll(self) -> None:
         for rank, state in self._ranks.items():
-            key = f"metrics/{rank}/n"
+            key = keys.metrics_count(rank)
             if not self.store.check([key]):
                 continue
             count = int(self.store.get(key))
             while state.seen < count:
-                chunk_key = f"metrics/{rank}/{state.seen}"
+                chunk_key = keys.metrics_chunk(rank, state.seen)
                 chunk = json.loads(self.store.get(chunk_key))
                 self.store.delete_key(chunk_key)
                 state.seen += 1

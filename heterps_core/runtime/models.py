@@ -1,4 +1,5 @@
-"""Finding the model a run trains: a zoo name, `package.module:Class` or `path/file.py:Class`.
+"""Finding the model a run trains: a zoo name, `package.module:Class`, `path/file.py:Class`, or
+`package.module:factory` (a function returning an nn.Module, see zoo/imported.py).
 
 Worker processes resolve the same reference on their own machine, so a reference must be
 importable there as well.
@@ -22,9 +23,22 @@ def resolve_model(reference: str) -> ZooModel:
     where, _, attr = reference.rpartition(":")
     module = _load_file(where) if where.endswith(".py") else _import(where)
     cls = getattr(module, attr, None)
+    if callable(cls) and not isinstance(cls, type) and not where.endswith(".py"):
+        return _from_factory(reference)
     if not isinstance(cls, type) or not issubclass(cls, ZooModel):
-        raise RunConfigError("model", f"{reference!r} does not name a ZooModel class")
+        raise RunConfigError("model", f"{reference!r} does not name a ZooModel class or a "
+                                      "factory of an nn.Module")
     return cls()
+
+
+def _from_factory(reference: str) -> ZooModel:
+    # A function returning an nn.Module: traced into its chain (heterps_core.zoo.imported).
+    from heterps_core.zoo.imported import FactoryModel, ModelImportError
+
+    try:
+        return FactoryModel(reference)
+    except ModelImportError as exc:
+        raise RunConfigError("model", str(exc)) from None
 
 
 def _from_zoo(name: str) -> ZooModel:

@@ -23,8 +23,9 @@ from heterps_core.runtime.binding import parse_target
 from heterps_core.runtime.checkpoint import load_part, save_part
 from heterps_core.runtime.metrics import Clock, Reporter
 from heterps_core.runtime.models import resolve_model
-from heterps_core.runtime.ps import OP_CHECKPOINT, OP_DONE, PSClient, sparse_tables
+from heterps_core.runtime.ps_client import PSClient
 from heterps_core.runtime.spec import JobSpec, RankSpec
+from heterps_core.runtime.tables import OP_CHECKPOINT, OP_DONE, sparse_tables
 from heterps_core.runtime.wire import (
     TAG_BACKWARD,
     TAG_FORWARD,

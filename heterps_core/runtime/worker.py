@@ -17,6 +17,7 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
+from heterps_core import rendezvous as keys
 from heterps_core.runtime import sync
 from heterps_core.runtime.binding import Target, parse_target
 from heterps_core.runtime.checkpoint import load_part
@@ -25,7 +26,6 @@ from heterps_core.runtime.models import resolve_model
 from heterps_core.runtime.ps import ParameterServer
 from heterps_core.runtime.spec import JobSpec, RankSpec
 from heterps_core.runtime.stage import StageWorker
-from heterps_core.runtime.store import connect
 from heterps_core.zoo.tables import tables_on_meta
 
 GLOO_TIMEOUT = timedelta(seconds=120)
@@ -40,7 +40,7 @@ def device_of(target: Target) -> str:
 
 
 def run_rank(store: dist.TCPStore, rank: int, device_override: str | None = None) -> None:
-    spec = JobSpec.from_json(store.get("job/spec").decode())
+    spec = JobSpec.from_json(store.get(keys.SPEC).decode())
     me = spec.ranks[rank]
     planned = parse_target(me.target)
     target = parse_target(device_override or me.target)
@@ -59,7 +59,7 @@ def run_rank(store: dist.TCPStore, rank: int, device_override: str | None = None
         torch.cuda.set_device(torch.device(device))
     dist.init_process_group(
         spec.backend,
-        store=dist.PrefixStore("pg", store),
+        store=keys.process_group_store(store),
         rank=rank,
         world_size=spec.world_size,
         timeout=GLOO_TIMEOUT,
@@ -97,14 +97,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rank", type=int, required=True)
     parser.add_argument("--device", help="override the rank's target (agents pass their own)")
     args = parser.parse_args(argv)
-    store = connect(args.store)
+    store = keys.connect(args.store)
     try:
         run_rank(store, args.rank, args.device)
     except Exception as exc:
         traceback.print_exc()
         # The coordinator may already be gone; the exit code still tells.
         with contextlib.suppress(Exception):
-            store.set(f"error/{args.rank}", f"{type(exc).__name__}: {exc}")
+            store.set(keys.error(args.rank), f"{type(exc).__name__}: {exc}")
         return 1
     return 0
 

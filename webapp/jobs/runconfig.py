@@ -51,10 +51,10 @@ def run_config(fields: dict[str, Any], log_path: Path | None = None) -> RunConfi
 
 def check(fields: dict[str, Any]) -> None:
     """Raise ValidationError({field: problem}) unless the runtime would accept the job."""
-    from heterps_core.runtime import Launcher  # torch: only when a job is approved or run
+    from heterps_core.runtime import compile_run  # torch: only when a job is approved or run
 
     try:
-        Launcher(run_config(fields, log_path=Path("/nonexistent-not-created")))
+        compile_run(run_config(fields))
     except InstanceError as exc:
         raise ValidationError({_form_field(exc.field): exc.problem}) from exc
 

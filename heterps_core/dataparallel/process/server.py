@@ -14,13 +14,13 @@ import contextlib
 import os
 import secrets
 import subprocess
-import sys
 import time
 from collections import deque
 from multiprocessing.connection import Connection, Listener, wait
 
 import torch
 
+from heterps_core import processes
 from heterps_core.dataparallel.compression import VALUE_BYTES
 from heterps_core.dataparallel.engine import DataParallelRun, held_out
 from heterps_core.dataparallel.errors import DataParallelError
@@ -52,10 +52,10 @@ from heterps_core.dataparallel.process.messages import (
 from heterps_core.dataparallel.profiling import pooled
 from heterps_core.dataparallel.result import TrainResult, WorkerSummary
 from heterps_core.dataparallel.stragglers import StragglerDetector
+from heterps_core.rendezvous import serve
 from heterps_core.runtime.errors import RunError
-from heterps_core.runtime.launcher import PACKAGE_ROOT, _die_with_parent
-from heterps_core.runtime.store import serve
 
+WORKER_MODULE = "heterps_core.dataparallel.process.worker"
 POLL_S = 0.02
 STOP_GRACE_S = 3.0
 START_TIMEOUT_S = 120.0
@@ -123,17 +123,9 @@ class ProcessEngine(ServerObservers):
         authkey = secrets.token_bytes(16)
         with Listener(("127.0.0.1", 0), authkey=authkey) as listener:
             host, port = listener.address
-            env = dict(os.environ, HETERPS_DP_AUTHKEY=authkey.hex())
-            env["PYTHONPATH"] = os.pathsep.join(
-                p for p in (PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
+            env = processes.child_env({"HETERPS_DP_AUTHKEY": authkey.hex()})
             for w in range(self.cfg.workers):
-                # A fresh interpreter (not fork): safe whatever threads this process runs,
-                # and unlike multiprocessing's spawn it never re-imports the caller's script.
-                self.procs.append(subprocess.Popen(
-                    [sys.executable, "-m", "heterps_core.dataparallel.process.worker",
-                     f"{host}:{port}", str(w)],
-                    env=env, preexec_fn=_die_with_parent,
-                ))
+                self.procs.append(processes.spawn(WORKER_MODULE, [f"{host}:{port}", str(w)], env))
             self.sentinels = [os.pidfd_open(proc.pid) for proc in self.procs]
             for _ in range(self.cfg.workers):
                 conn = self._accept(listener)
@@ -264,8 +256,7 @@ class ProcessEngine(ServerObservers):
                 message = conn.recv()
                 if isinstance(message, Failed):
                     self.failures[w] = message.text
-        code = proc.returncode
-        how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+        how = processes.exit_text(proc.returncode, numeric=True)
         detail = self.failures.get(w, "")
         step = f" at global step {self.global_step}" if self.t0 else " while starting"
         raise RunError(f"data-parallel worker {w} (pid {proc.pid}) {how}{step}"
@@ -393,14 +384,7 @@ class ProcessEngine(ServerObservers):
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(max(0.0, deadline - time.monotonic()))
         # A worker blocked in an all-reduce whose peers have stopped never reads STOP.
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(1.0)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+        processes.stop_all(self.procs, grace_s=1.0)
         for conn in self.by_worker.values():
             conn.close()
         for fd in self.sentinels:

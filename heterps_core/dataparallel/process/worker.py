@@ -41,7 +41,7 @@ from heterps_core.dataparallel.process.messages import (
 )
 from heterps_core.dataparallel.profiling import profile_one, trimmed_mean
 from heterps_core.dataparallel.worker import Worker
-from heterps_core.runtime.store import connect
+from heterps_core.rendezvous import connect
 
 GLOO_TIMEOUT = timedelta(seconds=60)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from heterps_core.progress import Progress
+from heterps_core.rendezvous import connect, serve
 from heterps_core.runtime.launcher import Launcher, RunConfig
 from heterps_core.runtime.metrics import Clock, Collector, MetricsSample, Reporter, progress_sink
-from heterps_core.runtime.store import connect, serve
 
 
 class FakeTime:

@@ -1,0 +1,194 @@
+"""The compile step: a run config becomes the job spec every process agrees on, or a
+`RunConfigError` naming the field. Nothing is started and nothing is written, so the CLI,
+the launcher and the web app's approve form all validate a run the same way.
+
+The defaults of a run live here too (micro-batches, whole rounds of steps, where the
+coordinator listens), so no caller re-derives them.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import torch
+
+from heterps_core.plan import Plan
+from heterps_core.runtime import checkpoint, sync
+from heterps_core.runtime.binding import Target
+from heterps_core.runtime.errors import RunConfigError
+from heterps_core.runtime.models import resolve_model
+from heterps_core.runtime.spec import (
+    JobSpec,
+    StageSpec,
+    TrainSettings,
+    backend_for,
+    layout,
+    stages_from_plan,
+)
+from heterps_core.runtime.tables import sparse_tables
+from heterps_core.zoo.base import ChainModel
+
+LOCAL_HOST = "127.0.0.1"
+ALL_INTERFACES = "0.0.0.0"
+STEPS_ABOUT = 40  # the steps offered by default, rounded up to whole rounds
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    plan: Plan
+    train: TrainSettings
+    binding: dict[str, Target] = field(default_factory=dict)  # missing types: local cpu
+    ps_shards: int = 1  # ignored (0) when the model has no sparse tables
+    checkpoint_dir: str | None = None
+    checkpoint_every: int | None = None
+    resume: bool = False
+    host: str = LOCAL_HOST  # where agents reach the store; 0.0.0.0 to accept other machines
+    port: int = 0
+    agent_timeout_s: float = 60.0
+    report_interval_s: float = 0.5
+    log_dir: str | None = None
+
+
+def default_micro_batches(stages: int) -> int:
+    """One micro-batch for a single stage (nothing to overlap), else four (GPipe-style)."""
+    return 1 if stages <= 1 else 4
+
+
+def coordinator_host(binding: Mapping[str, Target]) -> str:
+    """Agents on other machines must reach the store: listen everywhere when any type is remote."""
+    return ALL_INTERFACES if any(t.is_remote for t in binding.values()) else LOCAL_HOST
+
+
+def round_steps(units: Sequence[int]) -> int:
+    """Mini-batches in which every stage's replicas finish whole rounds."""
+    return math.lcm(*units) if units else 1
+
+
+def whole_steps(units: Sequence[int], about: int = STEPS_ABOUT) -> int:
+    """`about` steps rounded up to whole rounds (what the approve form offers)."""
+    rounds = round_steps(units)
+    return rounds * math.ceil(about / rounds)
+
+
+def compile_run(config: RunConfig) -> JobSpec:
+    """The job spec of `config`, checked against the model, the plan and this machine."""
+    train = config.train
+    stages = stages_from_plan(config.plan)
+    sync.get(train.sync)  # unknown modes fail here, not in a worker
+    model = _chain(train)
+    _check_chain(stages, model, train)
+    if config.ps_shards < 1:
+        raise RunConfigError("ps_shards", f"must be at least 1, got {config.ps_shards}")
+    ranks = layout(stages, checked_binding(config.binding, stages), config.ps_shards)
+    if not sparse_tables(model):
+        ranks = tuple(r for r in ranks if r.role != "ps")
+    spec = JobSpec(
+        train=train,
+        stages=stages,
+        ranks=ranks,
+        ps_shards=sum(r.role == "ps" for r in ranks),
+        checkpoint_dir=config.checkpoint_dir,
+        checkpoint_every=config.checkpoint_every,
+        backend=backend_for(ranks),
+        report_interval_s=config.report_interval_s,
+    )
+    _check_rounds(spec, config.checkpoint_every)
+    return replace(spec, start_step=_start_step(spec, config))
+
+
+def checked_binding(
+    binding: Mapping[str, Target], stages: Sequence[StageSpec]
+) -> dict[str, Target]:
+    """Every stage's target (unnamed types: one local CPU thread), usable on this machine."""
+    checked = {s.resource: binding.get(s.resource, Target("cpu")) for s in stages}
+    cores = os.cpu_count() or 1
+    for resource, target in checked.items():
+        if target.kind == "cuda" and not torch.cuda.is_available():
+            raise RunConfigError(f"bind.{resource}", f"{target} but this machine has no GPU")
+        if target.kind == "cpu" and target.threads > cores:
+            raise RunConfigError(
+                f"bind.{resource}",
+                f"{target} asks for {target.threads} threads per unit; this machine has "
+                f"{cores} cores",
+            )
+    return checked
+
+
+def binding_text(binding: Mapping[str, Target], stages: Sequence[StageSpec]) -> dict[str, str]:
+    """resource -> target as text, for every stage (what a run records)."""
+    return {s.resource: str(binding.get(s.resource, Target("cpu"))) for s in stages}
+
+
+def fingerprint(spec: JobSpec) -> dict[str, Any]:
+    """What a checkpoint directory must belong to before a run resumes from it."""
+    train = spec.train
+    return {
+        "model": train.model,
+        "size": train.size,
+        "seed": train.seed,
+        "batch_size": train.batch_size,
+        "micro_batches": train.micro_batches,
+        "lr": train.lr,
+        "sync": train.sync,
+        "ps_shards": spec.ps_shards,
+        "stages": [[s.first, s.last, s.resource, s.units] for s in spec.stages],
+    }
+
+
+def _chain(train: TrainSettings) -> ChainModel:
+    """The model's layer chain and tables, built on the meta device (nothing allocated)."""
+    zoo = resolve_model(train.model)
+    try:
+        model_config = zoo.config(train.size)
+    except KeyError:
+        raise RunConfigError("size", f"model {train.model!r} has no size {train.size!r}") from None
+    with torch.device("meta"):
+        return zoo.build(model_config, seed=train.seed)
+
+
+def _check_chain(stages: tuple[StageSpec, ...], model: ChainModel, train: TrainSettings) -> None:
+    if stages[-1].last != len(model.layers) - 1:
+        raise RunConfigError(
+            "plan",
+            f"covers {stages[-1].last + 1} layers, model {train.model!r} has "
+            f"{len(model.layers)}; plan it from this model's instance",
+        )
+    if train.steps < 1:
+        raise RunConfigError("steps", f"must be at least 1, got {train.steps}")
+    if not 1 <= train.micro_batches <= train.batch_size:
+        raise RunConfigError(
+            "micro_batches", f"must be in 1..batch size, got {train.micro_batches}"
+        )
+
+
+def _check_rounds(spec: JobSpec, checkpoint_every: int | None) -> None:
+    rounds = spec.round_steps
+    if spec.train.steps % rounds:
+        raise RunConfigError(
+            "steps",
+            f"must be a multiple of {rounds} (every stage's replicas finish whole "
+            f"rounds of mini-batches), got {spec.train.steps}",
+        )
+    if checkpoint_every is not None and (checkpoint_every < 1 or checkpoint_every % rounds):
+        raise RunConfigError(
+            "checkpoint_every", f"must be a positive multiple of {rounds}, got {checkpoint_every}"
+        )
+
+
+def _start_step(spec: JobSpec, config: RunConfig) -> int:
+    """0, or the newest complete checkpoint's step when resuming (reads, never writes)."""
+    if config.checkpoint_dir is None:
+        if config.resume:
+            raise RunConfigError("resume", "needs a checkpoint directory")
+        return 0
+    checkpoint.refuse_other_job(config.checkpoint_dir, fingerprint(spec))
+    if not config.resume:
+        return 0
+    start = checkpoint.latest_complete(config.checkpoint_dir, spec.world_size) or 0
+    if start >= spec.train.steps:
+        raise RunConfigError("steps", f"the checkpoint is already at step {start}; ask for more")
+    return start
