@@ -5,6 +5,7 @@ shared scenes (a profiled zoo model, a cluster, a plan ready to run) and test-wi
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -117,3 +118,87 @@ def plan_result(personas: Any, two_stage_plan: Any) -> Any:
 def job_logs_in_tmp(settings: Any, tmp_path: Any) -> None:
     # Runs write their processes' logs under VAR_DIR/jobs; keep the repository's var/ clean.
     settings.VAR_DIR = tmp_path
+
+
+# The security tests (test_authorization.py, test_bad_input.py): every route the URL
+# resolver knows, and one object of every kind in the personas' project to fill them.
+@dataclass(frozen=True)
+class Route:
+    name: str  # namespaced URL name, e.g. "jobs:detail" or "job-detail"
+    pattern: str  # the route as written, for messages
+    kwargs: tuple[str, ...]  # URL arguments to fill in
+    api: bool
+    methods: tuple[str, ...]  # for API views, the methods it routes; pages: ()
+
+
+def all_routes() -> list[Route]:
+    """Every named route except the admin's and DRF's format-suffix twins."""
+    from django.urls import URLPattern, URLResolver, get_resolver
+
+    found: dict[str, Route] = {}
+
+    def walk(patterns: Any, prefix: str, namespace: str) -> None:
+        for p in patterns:
+            if isinstance(p, URLResolver):
+                if p.app_name == "admin":
+                    continue
+                ns = f"{namespace}{p.namespace}:" if p.namespace else namespace
+                walk(p.url_patterns, prefix + str(p.pattern), ns)
+            elif isinstance(p, URLPattern) and p.name and "(?P<format>" not in str(p.pattern):
+                text = prefix + str(p.pattern)
+                methods = _api_methods(p.callback)
+                found[f"{namespace}{p.name}"] = Route(
+                    f"{namespace}{p.name}", text, tuple(p.pattern.regex.groupindex),
+                    text.startswith("api/"), methods)
+
+    walk(get_resolver().url_patterns, "", "")
+    return sorted(found.values(), key=lambda r: r.name)
+
+
+def _api_methods(view: Any) -> tuple[str, ...]:
+    """The methods a DRF view answers (a viewset: its routed actions); a page: ()."""
+    actions = getattr(view, "actions", None)
+    if actions:
+        return tuple(m.upper() for m in actions)
+    cls = getattr(view, "cls", None)
+    if cls is None:
+        return ()
+    return tuple(m.upper() for m in ("get", "post", "put", "patch", "delete") if hasattr(cls, m))
+
+
+@pytest.fixture(scope="session")
+def routes() -> list[Route]:
+    return all_routes()
+
+
+@dataclass
+class World:
+    """One row of every kind in `project`; `ids[kind]` their primary keys."""
+
+    project: Any
+    ids: dict[str, int]
+
+
+@pytest.fixture
+def world(personas: Any, plan_result: Any, catalogue: list[Any]) -> World:
+    from webapp.background.models import Work
+
+    project = personas.project
+    request = plan_result.request
+    make = lambda label, **kw: apps.get_model(*label.split(".")).objects.create(  # noqa: E731
+        project=project, **kw)
+    work = make("background.Work", kind="evaluate", created_by=personas.member)
+    job = make("jobs.Job", name="j", plan=plan_result.plan, model_name="ctr_dnn", steps=4,
+               batch_size=64, predicted_throughput=1.0, predicted_cost_per_hour=1.0,
+               work=make("background.Work", kind="job-run", params={"job": 0, "run": 1}))
+    Work.objects.filter(pk=job.work_id).update(params={"job": job.pk, "run": 1})
+    profile = make("profiling.ProfileRun", model=request.model, batch_size=64)
+    rl = make("rltraining.RLTrainingRun", request=request)
+    request.cluster.resource_types.set(catalogue)
+    request.instance = samples.ctr_instance().to_dict()  # pages draw the request's chain
+    request.save(update_fields=["instance"])
+    return World(project, {
+        "project": project.pk, "work": work.pk, "job": job.pk, "model": request.model.pk,
+        "cluster": request.cluster.pk, "request": request.pk, "result": plan_result.pk,
+        "profile": profile.pk, "rl": rl.pk, "resource": catalogue[0].pk,
+    })
