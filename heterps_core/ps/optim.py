@@ -155,3 +155,25 @@ class Adam(SparseOptimizer):
 
     def torch_dense(self, params: Iterable[nn.Parameter]) -> torch.optim.Optimizer:
         return torch.optim.Adam(params, lr=self.lr, eps=self.eps)
+
+
+def is_table(module: nn.Module) -> bool:
+    return isinstance(module, nn.Embedding | nn.EmbeddingBag) and bool(module.sparse)
+
+
+def plain_optimizers(
+    model: nn.Module, dense: SparseOptimizer, sparse: SparseOptimizer
+) -> list[torch.optim.Optimizer]:
+    """torch's optimisers for a whole model in one process: `sparse` on its sparse tables,
+    `dense` on everything else (what a plain loop compares with a job using the same two)."""
+    tables = [
+        m.weight for m in model.modules() if is_table(m) and isinstance(m.weight, nn.Parameter)
+    ]
+    ids = {id(p) for p in tables}
+    rest = [p for p in model.parameters() if id(p) not in ids]
+    out: list[torch.optim.Optimizer] = []
+    if tables:
+        out.append(sparse.torch_sparse(tables))
+    if rest:
+        out.append(dense.torch_dense(rest))
+    return out
