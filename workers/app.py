@@ -11,4 +11,4 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 app = Celery("heterps")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 # Task modules register themselves on import; keep the list in one place.
-app.conf.imports = ["workers.tasks", "workers.agents"]
+app.conf.imports = ["workers.tasks", "workers.agents", "workers.lifecycle"]

@@ -27,6 +27,10 @@ class WorkCancelled(Exception):
     lease); `services.run_work` records the outcome from `WorkContext.stop_reason`."""
 
 
+class LeaseLost(WorkCancelled):
+    """Raised by a progress report once another attempt holds the record's lease."""
+
+
 class StopReason:
     CANCELLED = "cancelled"
     SHUTDOWN = "shutdown"
@@ -50,6 +54,9 @@ class WorkContext:
             raise WorkCancelled(self.stop_reason)
         try:
             self.report(progress)
+        except LeaseLost:
+            self.request_stop(StopReason.LEASE_LOST)
+            raise
         except WorkCancelled:
             self.request_stop(StopReason.CANCELLED)
             raise

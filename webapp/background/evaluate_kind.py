@@ -26,6 +26,7 @@ class EvaluateKind(WorkKind):
     name = "evaluate"
     label = "Price assignments with the cost model"
     queue = INTERACTIVE
+    retryable = True
 
     def clean_params(self, params: Any) -> dict[str, Any]:
         if not isinstance(params, dict):

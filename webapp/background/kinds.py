@@ -29,6 +29,9 @@ class WorkKind:
     name: ClassVar[str]
     label: ClassVar[str]
     queue: ClassVar[str] = LONG
+    # May it start over from scratch when its worker dies mid-way (results simply replaced)?
+    # Job runs may not: a lost run fails naming its step, and a person starts a new one.
+    retryable: ClassVar[bool] = False
     # Params that name rows: param key -> model. `start_work` checks that each belongs to
     # the project the work is started in (a foreign id is answered like a missing one).
     references: ClassVar[dict[str, type[Model]]] = {}

@@ -39,10 +39,22 @@ class Work(ProjectOwned):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Where it waits (webapp.background.kinds.QUEUES) and how far it got, in the kind's steps.
+    queue = models.CharField(max_length=40, blank=True)
+    step = models.PositiveBigIntegerField(default=0)
+    total_steps = models.PositiveBigIntegerField(default=0)
+    # The lease (webapp.background.leases): the attempt running it (host:pid:token), which
+    # refreshes `heartbeat_at`; a lease not refreshed within settings.WORK_LEASE_S is dead.
+    attempt = models.PositiveIntegerField(default=0)
+    lease_owner = models.CharField(max_length=200, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["project", "-created_at"])]
+        indexes = [
+            models.Index(fields=["project", "-created_at"]),
+            models.Index(fields=["status", "heartbeat_at"], name="background_work_lease_idx"),
+        ]
         verbose_name_plural = "work"
 
     def __str__(self) -> str:

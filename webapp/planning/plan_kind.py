@@ -17,6 +17,7 @@ class PlanKind(WorkKind):
     name = services.KIND
     label = "Plan with several schedulers and compare"
     queue = INTERACTIVE
+    retryable = True
     references = {"request": PlanningRequest}
 
     def clean_params(self, params: Any) -> dict[str, Any]:

@@ -20,6 +20,7 @@ THREADS = 1
 class ProfileKind(WorkKind):
     name = services.KIND
     label = "Profile a model layer by layer"
+    retryable = True
     references = {"run": ProfileRun}
 
     def clean_params(self, params: Any) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import pytest
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.db import transaction
+from django.utils import timezone
 
 from heterps_core.progress import Progress
 from webapp.background import services
@@ -87,7 +88,9 @@ def test_cancel_before_start_and_during_a_run(personas: Any) -> None:
     assert queued.status == Status.CANCELLED and queued.result is None
 
     running = _queued(personas)
-    Work.objects.filter(pk=running.pk).update(status=Status.RUNNING)
+    # Running under a live lease of a worker on another machine.
+    Work.objects.filter(pk=running.pk).update(status=Status.RUNNING, lease_owner="w2:42:x",
+                                              heartbeat_at=timezone.now())
     services.cancel_work(personas.member, running)
     assert Work.objects.get(pk=running.pk).status == Status.CANCELLING
     with pytest.raises(services.WorkCancelled):

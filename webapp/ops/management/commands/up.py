@@ -8,8 +8,12 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
+from webapp.background import leases, sweeper
 from webapp.demo import load_demo
 from webapp.ops.services import ensure_admin
+
+# How long running work gets to stop after SIGTERM / Ctrl-C before the process exits.
+SHUTDOWN_S = 8.0
 
 
 class Command(BaseCommand):
@@ -40,6 +44,13 @@ class Command(BaseCommand):
         if not options["no_demo"]:
             for name, created in load_demo(admin).items():
                 self.stdout.write(f"demo {name}: {created} new")
+        # Records the last server (or a dead worker) left running or queued are settled
+        # first; the sweeper then keeps looking while the server runs.
+        swept = sweeper.sweep(startup=True)
+        if swept:
+            self.stdout.write("recovered work: " + ", ".join(f"{n} {what}"
+                                                           for what, n in swept.items()))
+        sweeper.start_periodic()
         worker = None
         if settings.MODE.embedded_worker:
             from workers import embedded
@@ -50,8 +61,17 @@ class Command(BaseCommand):
         try:
             self._serve(options["host"], options["port"])
         finally:
-            if worker is not None:
-                worker.stop()
+            self._shut_down(worker)
+
+    def _shut_down(self, worker: Any) -> None:
+        """Stop within seconds: running work is told to stop (its runtime processes end;
+        the records say "interrupted"), then the worker threads are given SHUTDOWN_S."""
+        sweeper.stop_periodic()
+        stopped = leases.stop_local()
+        if stopped:
+            self.stdout.write(f"stopping {stopped} running work item(s)")
+        if worker is not None:
+            worker.stop(timeout_s=SHUTDOWN_S)
 
     def _serve(self, host: str, port: int) -> None:
         from daphne.cli import CommandLineInterface
