@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from torch import fx, nn
 from torch.fx.passes.shape_prop import ShapeProp
 
 from heterps_core.errors import HeterPSError
-from heterps_core.zoo.base import ChainLayer, ChainModel, Inputs
+from heterps_core.zoo.base import Batch, ChainLayer, ChainModel, Inputs, ModelConfig, ZooModel
 
 WHAT_TO_DO = (
     "make forward() a straight sequence of submodules (e.g. nn.Sequential) whose boundaries "
@@ -79,6 +80,83 @@ def load_factory(spec: str) -> nn.Module:
             f"--import: {spec} must be (or return) a torch.nn.Module, got {type(model).__name__}"
         )
     return model
+
+
+def load_callable(spec: str) -> Callable[[], Any]:
+    """`package.module:factory` -> the factory itself (not called)."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr or ":" in attr or "/" in module_name:
+        raise ModelImportError(f"a factory must look like package.module:factory, got {spec!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ModelImportError(f"cannot import {module_name!r} ({exc})") from None
+    factory = getattr(module, attr, None)
+    if factory is None or not callable(factory):
+        raise ModelImportError(f"{module_name!r} has no callable {attr!r}")
+    return factory
+
+
+class FactoryChain(ImportedChain):
+    """A factory model's chain: a per-sample logit trains against the 0/1 labels of the
+    synthetic batches; any other output falls back to the mean (see ImportedChain)."""
+
+    def loss(self, output: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        if output.shape == labels.shape:
+            return nn.functional.binary_cross_entropy_with_logits(output.float(), labels.float())
+        return super().loss(output, labels)
+
+
+class FactoryModel(ZooModel):
+    """An installed factory (`package.module:factory`, returning an `nn.Module`) as a zoo
+    entry: traced into its chain, fed random batches shaped like its `example_input`
+    attribute. Planner, profiler and runtime use it like any zoo model; every process
+    rebuilds the same weights from the seed."""
+
+    default_batch_size = 256
+
+    def __init__(self, spec: str, example_input: str | None = None) -> None:
+        factory = load_callable(spec)
+        self.spec = spec
+        self.name = spec  # type: ignore[misc]
+        self.description = (inspect.getdoc(factory) or inspect.getdoc(  # type: ignore[misc]
+            inspect.getmodule(factory)) or f"factory {spec}").splitlines()[0]
+        given = example_input or getattr(factory, "example_input", None)
+        if not isinstance(given, str) or not given.strip():
+            raise ModelImportError(
+                f"{spec}: give an example input (e.g. dense=float32[64,13]) or set the "
+                "factory's `example_input` attribute to one")
+        self.example_input = given
+        batch = _SHAPE.match(given.split(";")[0].strip().split("=")[-1].replace(" ", ""))
+        if batch and batch.group(3):
+            self.default_batch_size = int(batch.group(3).split(",")[0])  # type: ignore[misc]
+
+    def config(self, size: str = "small") -> ModelConfig:
+        return ModelConfig(extra={"factory": self.spec, "example_input": self.example_input})
+
+    def module(self, seed: int = 0) -> nn.Module:
+        torch.manual_seed(seed)
+        return load_factory(self.spec)
+
+    def build(self, config: ModelConfig, seed: int = 0) -> ChainModel:
+        # Tracing runs the module, so it is built for real even where zoo models are built
+        # on `meta` to read their sizes (user models are small enough for that).
+        with torch.device("cpu"):
+            module = self.module(seed)
+            example = parse_example_input(self.example_input, module, seed=seed)
+            chain = import_model(module, example, name=self.spec)
+        return FactoryChain(list(chain.layers))  # type: ignore[arg-type]
+
+    def batches(self, config: ModelConfig, batch_size: int, seed: int = 0) -> Iterator[Batch]:
+        module = self.module(seed)
+        gen = torch.Generator().manual_seed(seed)
+        step = 0
+        while True:
+            inputs = parse_example_input(self.example_input, module, batch_size,
+                                         seed=seed * 1_000_003 + step)
+            labels = torch.randint(0, 2, (batch_size,), generator=gen).float()
+            yield inputs, labels
+            step += 1
 
 
 def parse_example_input(

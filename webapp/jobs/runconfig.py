@@ -12,6 +12,7 @@ from django.core.exceptions import ValidationError
 from heterps_core.errors import InstanceError
 from heterps_core.plan import Plan
 from heterps_core.runtime import RunConfig, TrainSettings, parse_binding, sync
+from webapp.modelzoo import loading
 
 
 def sync_mode_choices() -> list[tuple[str, str]]:
@@ -26,6 +27,8 @@ def log_dir(job_id: int, run: int) -> Path:
 def run_config(fields: dict[str, Any], log_path: Path | None = None) -> RunConfig:
     """`fields` holds plan, model_name, model_size, steps, batch_size, micro_batches, lr,
     seed, sync_mode and binding (resource -> target text)."""
+    # The runtime imports what it is named: only zoo names and allow-listed factories.
+    model = loading.runnable(fields["model_name"])
     plan = Plan.from_dict(fields["plan"])
     resources = sorted({s.resource for s in plan.stages})
     binding_text = ",".join(f"{k}={v}" for k, v in (fields.get("binding") or {}).items())
@@ -33,7 +36,7 @@ def run_config(fields: dict[str, Any], log_path: Path | None = None) -> RunConfi
     return RunConfig(
         plan=plan,
         train=TrainSettings(
-            model=fields["model_name"],
+            model=model,
             size=fields["model_size"],
             steps=int(fields["steps"]),
             batch_size=int(fields["batch_size"]),

@@ -75,7 +75,7 @@ def source_of(plan_result: Any) -> PlanSource:
     request = getattr(plan_result, "request", None)
     model = getattr(plan_result, "model", None) or getattr(request, "model", None)
     model_name = getattr(plan_result, "model_name", None) or _first(
-        model, "zoo_name", "zoo", "name"
+        model, "runtime_model", "zoo_name", "zoo", "name"
     )
     size = getattr(plan_result, "model_size", None) or _first(model, "size") or "tiny"
     batch = getattr(plan_result, "batch_size", None) or getattr(request, "batch_size", None)
@@ -91,8 +91,20 @@ def source_of(plan_result: Any) -> PlanSource:
         batch_size=batch,
         scheduler=str(getattr(plan_result, "scheduler", "") or plan.get("scheduler", "")),
         result_id=plan_result.pk,
-        name=str(model_name or "job"),
+        name=_job_name(model, model_name, size, request, plan_result),
     )
+
+
+def _job_name(model: Any, model_name: Any, size: str, request: Any, plan_result: Any) -> str:
+    # Model, size and plan, as the planning pages call them ("plan #3", the request's id);
+    # the run number is the job's own (`runs`).
+    shown = str(getattr(model, "name", "") or model_name or "job")
+    if size and size not in shown and not getattr(model, "factory", ""):
+        shown = f"{shown} {size}"
+    scheduler = getattr(plan_result, "scheduler", "")
+    if request is not None and getattr(request, "pk", None):
+        shown = f"{shown} · plan #{request.pk}{f' {scheduler}' if scheduler else ''}"
+    return shown[:200]
 
 
 def approve_plan(

@@ -17,8 +17,8 @@ from webapp.projects.permissions import Action, get_project, visible
 class RegisteredModelSerializer(serializers.ModelSerializer):
     class Meta:
         model = RegisteredModel
-        fields = ["id", "project", "name", "source", "zoo_name", "size", "description",
-                  "default_batch_size", "layers", "created_at"]
+        fields = ["id", "project", "name", "source", "zoo_name", "size", "factory",
+                  "example_input", "description", "default_batch_size", "layers", "created_at"]
         read_only_fields = fields
 
 
@@ -27,6 +27,9 @@ class AddModelSerializer(serializers.Serializer):
     zoo_name = serializers.CharField(required=False, help_text="add this zoo entry, or ...")
     size = serializers.CharField(required=False, default="tiny")
     name = serializers.CharField(required=False, default="")
+    factory = serializers.CharField(required=False, help_text=(
+        "... or bring your own model: an allow-listed package.module:factory, or ..."))
+    example_input = serializers.CharField(required=False, default="", allow_blank=True)
     layers = serializers.JSONField(required=False, help_text="... import this layer chain")
     description = serializers.CharField(required=False, default="")
 
@@ -50,11 +53,16 @@ class RegisteredModelViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
             if data.get("zoo_name"):
                 model = services.add_zoo_model(request.user, project, data["zoo_name"],
                                                data["size"], data["name"])
+            elif data.get("factory"):
+                model = services.add_factory_model(request.user, project, data["factory"],
+                                                   data["name"], data["example_input"],
+                                                   data["description"])
             elif "layers" in data:
                 model = services.import_model(request.user, project, data["name"],
                                               _as_text(data["layers"]), data["description"])
             else:
-                raise ValidationError({"zoo_name": "give a zoo_name, or layers to import"})
+                raise ValidationError({"zoo_name": "give a zoo_name, a factory, or layers "
+                                                   "to import"})
         except ValidationError as exc:
             raise exceptions.ValidationError(exc.message_dict) from exc
         return Response(RegisteredModelSerializer(model).data, status=status.HTTP_201_CREATED)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.core.exceptions import ValidationError
 
@@ -15,12 +17,37 @@ class AddZooModelForm(forms.Form):
                            help_text="optional; default: <zoo model>-<size>")
 
 
+class FactoryModelForm(forms.Form):
+    """Bring your own model: one of the operator's allow-listed factories (no code upload)."""
+
+    factory = forms.ChoiceField(label="Factory", help_text=(
+        "an installed package.module:factory returning a torch.nn.Module; the operator's "
+        "allow-list (HETERPS_MODEL_FACTORIES) says which"))
+    name = forms.CharField(required=False, max_length=80,
+                           help_text="optional; default: the factory's name")
+    example_input = forms.CharField(
+        required=False, max_length=500, label="Example input",
+        help_text="optional when the factory declares one; e.g. "
+                  "dense=float32[256,13];ids=int64[256,8]<5000 (the first dimension is the "
+                  "batch)")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        from webapp.modelzoo.loading import allowed_factories
+
+        self.fields["factory"].choices = [(f, f) for f in allowed_factories()]
+
+
 class ImportModelForm(forms.Form):
     name = forms.CharField(max_length=80)
     layers = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 6, "spellcheck": "false"}),
         help_text='JSON list: [{"name": "emb", "kind": "embedding", "parameters": 1000000, '
-                  '"shardable": true}, {"name": "fc1", "kind": "dense", "parameters": 4000}]',
+                  '"shardable": true}, {"name": "fc1", "kind": "dense", "parameters": 4000}]. '
+                  'With timings measured elsewhere (plans without profiling): {"batch_size": '
+                  '256, "layers": [{"name": "fc1", "kind": "dense", "compute_s": {"t4": '
+                  '0.0012}, "output_mb": 0.5, "sync_mb": 0.1, "memory_gb": 0.01}, ...]} with '
+                  'compute_s keyed by this project\'s resource type names.',
     )
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
 

@@ -8,5 +8,6 @@ urlpatterns = [
     path("project/<int:project_pk>/", views.model_list, name="list"),
     path("project/<int:project_pk>/add/", views.add, name="add"),
     path("project/<int:project_pk>/import/", views.import_model, name="import"),
+    path("project/<int:project_pk>/factory/", views.add_factory, name="add-factory"),
     path("<int:pk>/", views.detail, name="detail"),
 ]

@@ -10,6 +10,7 @@ from django.views.decorators.http import require_POST
 from webapp.modelzoo import services
 from webapp.modelzoo.forms import (
     AddZooModelForm,
+    FactoryModelForm,
     ImportModelForm,
     ProfileForm,
     add_service_errors,
@@ -48,6 +49,23 @@ def add(request: HttpRequest, project_pk: int) -> HttpResponse:
 
 
 @require_POST
+def add_factory(request: HttpRequest, project_pk: int) -> HttpResponse:
+    project = get_project(request.user, project_pk, Action.EDIT)
+    form = FactoryModelForm(request.POST)
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            model = services.add_factory_model(request.user, project, data["factory"],
+                                               data["name"], data["example_input"])
+        except ValidationError as exc:
+            add_service_errors(form, exc)
+        else:
+            return redirect("modelzoo:detail", pk=model.pk)
+    return _render_list(request, project, AddZooModelForm(), ImportModelForm(), status=400,
+                        factory_form=form)
+
+
+@require_POST
 def import_model(request: HttpRequest, project_pk: int) -> HttpResponse:
     project = get_project(request.user, project_pk, Action.EDIT)
     form = ImportModelForm(request.POST)
@@ -82,8 +100,10 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 def _render_list(request: HttpRequest, project: object, add_form: AddZooModelForm,
-                 import_form: ImportModelForm, status: int = 200) -> HttpResponse:
+                 import_form: ImportModelForm, status: int = 200,
+                 factory_form: FactoryModelForm | None = None) -> HttpResponse:
     context = {
+        "factory_form": factory_form or FactoryModelForm(),
         "project": project,
         "models": RegisteredModel.objects.filter(project=project),
         "zoo": services.zoo_catalogue(),

@@ -112,9 +112,16 @@ def delete_cluster(user: AbstractBaseUser | AnyUser, cluster: Cluster) -> None:
 def build_request_instance(
     model: RegisteredModel, cluster: Cluster, batch_size: int, target: float,
     samples: float | None,
-) -> tuple[Instance, list[dict[str, Any]], int]:
+) -> tuple[Instance, list[dict[str, Any]], int | None]:
     """The spec instance for `model` on `cluster` from the model's latest profile at
-    `batch_size`, with the provenance of each compute_s figure and the profile run's id."""
+    `batch_size`, with the provenance of each compute_s figure and the profile run's id.
+    A chain imported with its own timings plans from those, without a profile."""
+    if model.timed:
+        from webapp.modelzoo.services import timed_instance
+
+        instance, given = timed_instance(model, list(cluster.resource_types.all()), batch_size,
+                                         target, samples)
+        return instance, given, None
     run = latest_profile(model, batch_size)
     if run is None:
         if latest_profile(model) is None:
@@ -265,7 +272,7 @@ def _scaled(progress: ProgressCallback, step: int, steps: int, name: str) -> Pro
 
 
 def _profiled_batch_size(model: RegisteredModel) -> int:
-    run = latest_profile(model)
+    run = latest_profile(model) if not model.timed else None
     return run.batch_size if run is not None else model.default_batch_size
 
 

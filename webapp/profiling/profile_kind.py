@@ -6,9 +6,10 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
-from heterps_core.profiler import ProfileOptions, profile_zoo_model
+from heterps_core.profiler import ProfileOptions
 from webapp.background.context import WorkContext
 from webapp.background.kinds import WorkKind, register
+from webapp.modelzoo import loading
 from webapp.profiling import services
 from webapp.profiling.models import ProfileRun
 
@@ -32,8 +33,8 @@ class ProfileKind(WorkKind):
     def run(self, ctx: WorkContext) -> dict[str, Any]:
         run = ProfileRun.objects.select_related("model").get(pk=ctx.params["run"])
         options = ProfileOptions(threads=THREADS, warmup=1, repeats=run.repeats)
-        profile = profile_zoo_model(run.model.zoo_name, options, size=run.model.size or "tiny",
-                                    batch_size=run.batch_size, progress=ctx.progress)
+        # Zoo entries and allow-listed factories only (webapp/modelzoo/loading.py).
+        profile = loading.profile(run.model, options, run.batch_size, ctx.progress)
         services.record_profile(run.pk, profile)
         return {"run": run.pk, "layers": len(profile.layers), "total_s": profile.total_s,
                 "device": profile.device.label}
