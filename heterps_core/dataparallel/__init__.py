@@ -8,10 +8,11 @@ See docs/sync-modes.md.
 
 from heterps_core.dataparallel import modes
 from heterps_core.dataparallel.config import TrainConfig
-from heterps_core.dataparallel.engine import DataParallelRun, profile, train
 from heterps_core.dataparallel.errors import DataParallelError
 from heterps_core.dataparallel.events import MetricsCallback, TrainEvent, event_to_dict
+from heterps_core.dataparallel.job import DataParallelRun
 from heterps_core.dataparallel.result import TrainResult, WorkerSummary
+from heterps_core.dataparallel.trainer import profile, train
 
 __all__ = [
     "DataParallelError", "DataParallelRun", "MetricsCallback", "TrainConfig", "TrainEvent",

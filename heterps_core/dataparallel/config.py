@@ -8,14 +8,15 @@ from typing import Any
 
 from heterps_core.dataparallel.errors import DataParallelError
 
-# "emulated": one process, discrete-event clock (engine.py). "process": one OS process per
-# worker plus this process as parameter server, on the wall clock (process/).
+# "emulated": one process, discrete-event clock (emulated.py). "process": one OS process per
+# worker plus this process as parameter server, on the wall clock (process/). The classes
+# are chosen in trainer.BACKEND_CLASSES.
 BACKENDS = ("emulated", "process")
 
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Settings of one run. Times are emulated seconds (see `engine.py`), or wall-clock
+    """Settings of one run. Times are emulated seconds (see `emulated.py`), or wall-clock
     seconds with `backend="process"` (see `process/`).
 
     `slowdowns[w]` multiplies worker w's measured compute time (emulated heterogeneity);

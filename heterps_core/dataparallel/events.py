@@ -2,7 +2,7 @@
 
 Every event goes to one `MetricsCallback`; the CLI prints them, a Celery task can store them
 and push them to the job page, tests collect them. Times are seconds on the run's clock
-(see `engine.py`: emulated time; with the process backend, wall-clock seconds).
+(see `emulated.py`: emulated time; with the process backend, wall-clock seconds).
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ made by the same mode classes as in the emulated engine, on what the workers rea
 Time is this machine's wall clock from the moment every worker has profiled and joined.
 A worker that dies stops the run with a `RunError` naming it; cancel, the end of the run or
 any error stops every worker (STOP, then terminate, then kill), so none outlives the run.
+
+This module keeps only the transport (processes, sockets, the wall clock); what the server
+decides is `state.ServerState`, shared with the emulated backend.
 """
 
 from __future__ import annotations
@@ -15,25 +18,14 @@ import os
 import secrets
 import subprocess
 import time
-from collections import deque
 from multiprocessing.connection import Connection, Listener, wait
 
 import torch
 
 from heterps_core import processes
-from heterps_core.dataparallel.compression import VALUE_BYTES
-from heterps_core.dataparallel.engine import DataParallelRun, held_out
 from heterps_core.dataparallel.errors import DataParallelError
-from heterps_core.dataparallel.events import (
-    CommitEvent,
-    PhaseEvent,
-    ProfileEvent,
-    RebalanceEvent,
-    StepEvent,
-    WorkerProfile,
-)
-from heterps_core.dataparallel.flat import get_flat
-from heterps_core.dataparallel.observers import ServerObservers
+from heterps_core.dataparallel.events import WorkerProfile
+from heterps_core.dataparallel.job import DataParallelRun
 from heterps_core.dataparallel.process.messages import (
     GO,
     STOP,
@@ -50,8 +42,8 @@ from heterps_core.dataparallel.process.messages import (
     pack,
 )
 from heterps_core.dataparallel.profiling import pooled
-from heterps_core.dataparallel.result import TrainResult, WorkerSummary
-from heterps_core.dataparallel.stragglers import StragglerDetector
+from heterps_core.dataparallel.result import TrainResult
+from heterps_core.dataparallel.state import ServerState
 from heterps_core.rendezvous import serve
 from heterps_core.runtime.errors import RunError
 
@@ -61,37 +53,16 @@ STOP_GRACE_S = 3.0
 START_TIMEOUT_S = 120.0
 
 
-class ProcessEngine(ServerObservers):
-    def __init__(self, spec: DataParallelRun) -> None:
-        cfg = spec.config
-        self.spec, self.cfg, self.mode, self.emit = spec, cfg, spec.mode, spec.metrics
-        self.server = spec.zoo_model.build(spec.model_config, seed=cfg.seed)
-        self.held_out = held_out(spec.zoo_model, spec.model_config, cfg)
-        self.theta = get_flat(self.server)
-        self.dense_bytes = self.theta.numel() * VALUE_BYTES
-        self.stale = torch.zeros(cfg.workers, self.theta.numel(), dtype=torch.bool)
-        self.version = 0
-        self.clocks = [0] * cfg.workers
-        self.batch_sizes = [cfg.batch_size] * cfg.workers
+class ProcessBackend:
+    def __init__(self, run: DataParallelRun) -> None:
+        self.run_spec = run
+        self.cfg = cfg = run.config
+        self.state = ServerState(run)
         self.round_staleness = [0] * cfg.workers
         self.pulled_version = [0] * cfg.workers
-        self.blocked_since: dict[int, float] = {}
         self.arrived: dict[int, float] = {}  # worker -> its wait in the running all-reduce
-        self.in_collective: set[int] = set()  # workers given a collective plan not yet done
         self.collective_mean: torch.Tensor | None = None
-        self.detector = StragglerDetector(cfg.workers, cfg.straggler_window, cfg.straggler_z)
-        self.flags = tuple(False for _ in range(cfg.workers))
-        self.per_sample: list[deque[float]] = [
-            deque(maxlen=cfg.straggler_window) for _ in range(cfg.workers)
-        ]
-        self.global_step = 0
-        self.stopped = ""
         self.failures: dict[int, str] = {}
-        self.last_rebalance = 0.0
-        self.summaries = [
-            WorkerSummary(w, cfg.slowdown(w), batch_size=cfg.batch_size)
-            for w in range(cfg.workers)
-        ]
         self.procs: list[subprocess.Popen[bytes]] = []
         self.sentinels: list[int] = []
         self.conns: list[Connection] = []  # by worker index, once all have connected
@@ -101,21 +72,13 @@ class ProcessEngine(ServerObservers):
     # -- the run ---------------------------------------------------------------------------
 
     def run(self) -> TrainResult:
-        wall = time.perf_counter()
         try:
             self._spawn()
             profile = self._await_ready()
             self._train(profile)
         finally:
             self._shutdown()
-        now = self._now()
-        if not self.result.evals or self.result.evals[-1].time_s < now:
-            self._evaluate(now)
-        self.result.time_s = now
-        self.result.global_steps = self.global_step
-        self.result.stopped = self.stopped or "idle"
-        self.result.wall_s = time.perf_counter() - wall
-        return self.result
+        return self.state.finish(self._now())
 
     def _spawn(self) -> None:
         self.store = serve()  # gloo's rendezvous for the workers' all-reduce
@@ -131,8 +94,9 @@ class ProcessEngine(ServerObservers):
                 conn = self._accept(listener)
                 w = conn.recv()
                 self.by_worker[w] = conn
-                conn.send(WorkerSpec(w, self.spec.zoo_model.name, self.spec.model_config,
-                                     self.cfg, address, profile=self.spec.given_profile is None))
+                conn.send(WorkerSpec(w, self.run_spec.zoo_model.name, self.run_spec.model_config,
+                                     self.cfg, address,
+                                     profile=self.run_spec.given_profile is None))
             self.conns = [self.by_worker[w] for w in range(self.cfg.workers)]
 
     def _accept(self, listener: Listener) -> Connection:
@@ -156,7 +120,7 @@ class ProcessEngine(ServerObservers):
             for message in self._receive(0.1):
                 if isinstance(message, Ready):
                     measured[message.worker] = message.profile
-        given = self.spec.given_profile
+        given = self.run_spec.given_profile
         if given is not None:
             if len(given) != self.cfg.workers:
                 raise DataParallelError("profile",
@@ -166,31 +130,24 @@ class ProcessEngine(ServerObservers):
         return pooled(profile) if self.cfg.profile_pool else profile
 
     def _train(self, profile: tuple[WorkerProfile, ...]) -> None:
-        self.profile = profile
-        self.emit(ProfileEvent(profile))
-        self.profile_per_sample = [p.compute_s / p.batch_size for p in profile]
-        self.result = TrainResult(self.mode.name, dict(self.mode.settings()), self.cfg.to_dict(),
-                                  profile, self.summaries)
-        self._evaluate(0.0)  # before the clock starts: the first one loads scipy
+        state = self.state
+        state.begin(profile)
+        state.evaluate(0.0)  # before the clock starts: the first one loads scipy
         self.t0 = time.perf_counter()
         for conn in self.conns:
             conn.send(GO)
         next_eval = self.cfg.eval_every_s
-        while not self.stopped:
-            if self.spec.cancel():
-                self.stopped = "cancelled"
-                break
-            if self._now() >= self.cfg.duration_s:
-                self.stopped = "duration"
+        while not state.stopped:
+            if state.should_stop(self._now()):
                 break
             if self._now() >= next_eval:
-                self._evaluate(self._now())
+                state.evaluate(self._now())
                 while next_eval <= self._now():  # a busy machine skips, never bunches, evals
                     next_eval += self.cfg.eval_every_s
                 continue
             for message in self._receive(min(POLL_S, max(0.0, next_eval - self._now()))):
                 self._handle(message)
-                if self.stopped:
+                if state.stopped:
                     break
 
     def _now(self) -> float:
@@ -258,76 +215,46 @@ class ProcessEngine(ServerObservers):
                     self.failures[w] = message.text
         how = processes.exit_text(proc.returncode, numeric=True)
         detail = self.failures.get(w, "")
-        step = f" at global step {self.global_step}" if self.t0 else " while starting"
+        step = f" at global step {self.state.global_step}" if self.t0 else " while starting"
         raise RunError(f"data-parallel worker {w} (pid {proc.pid}) {how}{step}"
                        + (f": {detail}" if detail else "")
                        + "; the other workers were stopped", self._pids())
 
     # -- a worker's round ------------------------------------------------------------------
 
-    def _batch_size(self, w: int) -> int:
-        return self.batch_sizes[w]
-
     def _start(self, w: int) -> None:
         # A worker still inside an all-reduce the server has not seen complete waits for it.
-        admitted = self._admit(self._now(), w, busy=w in self.arrived)
+        state = self.state
+        admitted = state.admit(self._now(), w, busy=w in self.arrived)
         if admitted is None:
             return
         plan, staleness = admitted
-        summary = self.summaries[w]
         self.round_staleness[w] = staleness
-        self.pulled_version[w] = self.version
-        pull = pack(self.theta, self.stale[w])
-        self.stale[w] = False
-        summary.bytes_received += pull.nbytes
+        self.pulled_version[w] = state.version
+        pull = pack(state.theta, state.stale[w])
+        state.stale[w] = False
+        state.summaries[w].bytes_received += pull.nbytes
         if plan.collective:
-            self.in_collective.add(w)
-        compressor = self.mode.compressor
+            state.busy.add(w)
+        compressor = state.mode.compressor
+        sizes = state.batch_sizes
         self._send(w, PlanReply(
             local_steps=plan.local_steps, collective=plan.collective,
             compress=plan.compress and compressor is not None,
             topk_ratio=compressor.ratio if compressor else 1.0,
             error_feedback=compressor.error_feedback if compressor else False,
-            batch_size=self.batch_sizes[w], share=self.batch_sizes[w] / sum(self.batch_sizes),
-            pull=pull,
+            batch_size=sizes[w], share=sizes[w] / sum(sizes), pull=pull,
         ))
 
     def _step(self, step: Step) -> None:
-        w, now = step.worker, self._now()
-        summary = self.summaries[w]
-        self.global_step += 1
-        summary.steps += 1
-        summary.compute_s += step.step_time_s
-        summary.batch_size = step.batch_size
-        self.per_sample[w].append(step.step_time_s / step.batch_size)
-        self.detector.record(w, step.step_time_s)
-        self._update_flags(now)
-        self.emit(StepEvent(w, summary.steps, self.global_step, now, step.step_time_s, step.loss,
-                            self.round_staleness[w], summary.bytes_sent, self.mode.phase(),
-                            self.flags[w], step.batch_size))
-        previous = self.mode.phase()
-        reason = self.mode.observe_loss(step.loss, self._view(self._now()))
-        if reason is not None:
-            event = PhaseEvent(now, self.global_step, previous, self.mode.phase(), reason,
-                               step.loss)
-            self.result.switch = event
-            self.emit(event)
-        if self.cfg.max_steps is not None and self.global_step >= self.cfg.max_steps:
-            self.stopped = "max_steps"
+        self.state.step(step.worker, self._now(), step.step_time_s, step.batch_size, step.loss,
+                        self.round_staleness[step.worker])
 
     def _push(self, push: Push) -> None:
         w = push.worker
-        update = dense(push.update)
-        self.theta.add_(update)
-        self.stale |= update != 0
-        lag = self.version - self.pulled_version[w]
-        self.version += 1
-        self.clocks[w] += 1
-        summary = self.summaries[w]
-        summary.commits += 1
-        summary.bytes_sent += push.nbytes
-        self.emit(CommitEvent(w, self._now(), push.nbytes, lag, self.round_staleness[w],
-                              self.mode.phase(), push.compressed))
+        self.state.summaries[w].bytes_sent += push.nbytes
+        self.state.push(w, self._now(), dense(push.update), push.nbytes, self.pulled_version[w],
+                        self.round_staleness[w], push.compressed)
         self._retry_blocked()
 
     def _collective(self, done: Collective) -> None:
@@ -336,39 +263,15 @@ class ProcessEngine(ServerObservers):
             self.collective_mean = dense(done.mean)
         if len(self.arrived) < self.cfg.workers or self.collective_mean is None:
             return
-        n = self.cfg.workers
-        self.theta.add_(self.collective_mean)
-        self.version += 1
-        ring_bytes = int(2 * (n - 1) / n * self.dense_bytes)  # gloo's ring all-reduce
-        for v in range(n):
-            summary = self.summaries[v]
-            summary.wait_s += self.arrived[v]
-            summary.bytes_sent += ring_bytes
-            summary.bytes_received += ring_bytes
-            summary.commits += 1
-            self.clocks[v] += 1
+        waits = [self.arrived[v] for v in range(self.cfg.workers)]
+        self.state.all_reduced(self._now(), self.collective_mean, waits)  # gloo's ring
         self.arrived.clear()
-        self.in_collective.clear()
         self.collective_mean = None
-        self.stale[:] = False
-        self.emit(CommitEvent(-1, self._now(), ring_bytes, 0, 0, self.mode.phase(), False))
         self._retry_blocked()
 
     def _retry_blocked(self) -> None:
-        for other in sorted(self.blocked_since):
+        for other in sorted(self.state.blocked_since):
             self._start(other)
-
-    # -- observers -------------------------------------------------------------------------
-
-    def _rebalance(self, t: float) -> None:
-        # Never inside an all-reduce round: its shares (batch / total) must add up to 1.
-        if self.in_collective:
-            return
-        sizes = self._rebalanced(t, tuple(self.batch_sizes))
-        if sizes is None:
-            return
-        self.batch_sizes = list(sizes)
-        self.emit(RebalanceEvent(t, sizes))
 
     # -- shutdown --------------------------------------------------------------------------
 

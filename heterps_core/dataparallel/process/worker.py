@@ -22,8 +22,8 @@ import torch.distributed as dist
 
 from heterps_core import zoo
 from heterps_core.dataparallel.compression import TopK, plain
-from heterps_core.dataparallel.engine import shard_stream
 from heterps_core.dataparallel.events import WorkerProfile
+from heterps_core.dataparallel.job import shard_stream
 from heterps_core.dataparallel.process.messages import (
     GO,
     STOP,

@@ -8,7 +8,7 @@ import pytest
 
 from heterps_core import zoo
 from heterps_core.dataparallel import TrainConfig, TrainEvent, TrainResult, modes, train
-from heterps_core.dataparallel.engine import CancelHook, never_cancel
+from heterps_core.dataparallel.job import CancelHook, never_cancel
 
 SLOWDOWNS = (1.0, 1.0, 4.0)
 SSP_BOUND = 2
