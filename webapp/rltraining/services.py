@@ -90,3 +90,29 @@ def _row(metrics: dict[str, Any]) -> dict[str, Any]:
     # NaN (no feasible plan yet) is not JSON: it becomes null.
     return {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
             for k, v in metrics.items()}
+
+
+def approvable_result(user: AbstractBaseUser | AnyUser, run: RLTrainingRun) -> Any:
+    """The run's best plan as a result row of its planning request (scheduler
+    "rl-train #N", gap to the exact optimum like every other row), so the jobs app's approve
+    page, with its binding checks, approves it. Asking twice returns the same row."""
+    from webapp.planning.models import PlanResult
+
+    check(user, run.project_id, Action.EDIT)
+    best = run.best_plan or {}
+    if not best.get("feasible"):
+        raise ValidationError({"plan": "this training run found no feasible plan to approve"})
+    name = f"rl-train #{run.pk}"
+    with transaction.atomic():
+        existing = PlanResult.objects.filter(request=run.request, scheduler=name).first()
+        if existing is not None:
+            return existing
+        exact = run.request.results.filter(scheduler="exact", feasible=True).first()
+        gap = None
+        if exact is not None and exact.cost_per_hour and best.get("cost_per_hour") is not None:
+            gap = max(0.0, best["cost_per_hour"] / exact.cost_per_hour - 1.0)
+        return PlanResult.objects.create(
+            project_id=run.project_id, request=run.request, scheduler=name, plan=best,
+            feasible=True, cost_per_hour=best.get("cost_per_hour"),
+            throughput=best.get("throughput"), solve_time_s=run.budget_s, gap_to_exact=gap,
+        )

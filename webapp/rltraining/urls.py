@@ -6,4 +6,5 @@ app_name = "rltraining"
 urlpatterns = [
     path("start/<int:request_pk>/", views.start, name="start"),
     path("<int:pk>/", views.detail, name="detail"),
+    path("<int:pk>/approve/", views.approve, name="approve"),
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -34,6 +35,20 @@ def start(request: HttpRequest, request_pk: int) -> HttpResponse:
                   status=400)
 
 
+@require_POST
+def approve(request: HttpRequest, pk: int) -> HttpResponse:
+    """The best plan goes to the jobs app's approve page (binding, steps, sync mode)."""
+    run = get_owned(request.user, RLTrainingRun.objects.select_related("request"), pk,
+                    Action.EDIT)
+    try:
+        result = services.approvable_result(request.user, run)
+    except ValidationError as exc:
+        for problem in exc.messages:
+            messages.error(request, problem)
+        return redirect("rltraining:detail", pk=run.pk)
+    return redirect("jobs:approve", result.pk)
+
+
 def detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_owned(request.user,
                     RLTrainingRun.objects.select_related("project", "work", "request__model"), pk)
@@ -45,5 +60,7 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
         "curve": run.curve,
         "can_edit": can(request.user, run.project_id, Action.EDIT),
         "exact": run.request.results.filter(scheduler="exact").first(),
+        "work_active": run.work is not None and run.work.status in ("queued", "running",
+                                                                     "cancelling"),
     }
     return render(request, "rltraining/detail.html", context)
