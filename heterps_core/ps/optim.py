@@ -33,6 +33,10 @@ class UnknownOptimizerError(HeterPSError, ValueError):
     """An optimiser name the registry does not have."""
 
 
+class InvalidOptimizerError(HeterPSError, ValueError):
+    """An optimiser setting that cannot be used; the message names the field."""
+
+
 class SparseOptimizer:
     name: ClassVar[str]
     summary: ClassVar[str]
@@ -86,6 +90,24 @@ def get(name: str, lr: float | None = None, eps: float | None = None) -> SparseO
             f"optimizer must be one of {', '.join(names())}, got {name!r}"
         ) from None
     return cls(lr, eps)
+
+
+def parse(text: str, field: str = "optimizer") -> SparseOptimizer:
+    """`NAME[:lr=X][,eps=Y]`, e.g. `adam`, `adagrad:lr=0.05` or `adam:lr=0.001,eps=1e-8`."""
+    name, _, options = text.strip().partition(":")
+    given: dict[str, float] = {}
+    for item in filter(None, (o.strip() for o in options.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep or key not in ("lr", "eps"):
+            raise InvalidOptimizerError(f"{field}: {item!r} is not lr=NUMBER or eps=NUMBER")
+        try:
+            given[key] = float(value)
+        except ValueError:
+            raise InvalidOptimizerError(f"{field}: {key} must be a number, got {value!r}") from None
+    try:
+        return get(name, given.get("lr"), given.get("eps"))
+    except (UnknownOptimizerError, ValueError) as exc:
+        raise InvalidOptimizerError(f"{field}: {exc}") from None
 
 
 @register

@@ -7,6 +7,7 @@ import torch
 from torch import nn
 
 from heterps_core.ps import RowInit, RowStore, UnknownOptimizerError, fill_table_, get, names
+from heterps_core.ps.optim import InvalidOptimizerError, parse
 
 ROWS, DIM = 400, 6
 INIT = RowInit("normal", 0.1, seed=5)
@@ -111,3 +112,18 @@ def test_the_registry_and_its_errors() -> None:
         get("lamb")
     with pytest.raises(ValueError, match="adam: lr must be positive"):
         get("adam", lr=0.0)
+
+
+def test_optimizer_settings_parse_or_name_the_problem() -> None:
+    assert parse("adam").config() == {"name": "adam", "lr": 0.001, "eps": 1e-8}
+    assert parse(" adagrad:lr=0.05, eps=1e-6 ").config() == {
+        "name": "adagrad", "lr": 0.05, "eps": 1e-6
+    }
+    for text, problem in [
+        ("lamb", "sparse_optimizer: optimizer must be one of"),
+        ("adam:lr=fast", "sparse_optimizer: lr must be a number, got 'fast'"),
+        ("adam:beta=0.9", "sparse_optimizer: 'beta=0.9' is not lr=NUMBER or eps=NUMBER"),
+        ("sgd:lr=-1", "sparse_optimizer: sgd: lr must be positive"),
+    ]:
+        with pytest.raises(InvalidOptimizerError, match=problem):
+            parse(text, "sparse_optimizer")
