@@ -67,8 +67,21 @@ def approve(request: HttpRequest, plan_result_id: int) -> HttpResponse:
         else:
             return redirect("jobs:detail", pk=job.pk)
     status = 400 if bound else 200
-    context = {"form": form, "source": source, "plan": Plan.from_dict(source.plan)}
+    plan = Plan.from_dict(source.plan)
+    context = {"form": form, "source": source, "plan": plan,
+               "stage_layers": _stage_layers(plan, result)}
     return render(request, "jobs/approve.html", context, status=status)
+
+
+def _stage_layers(plan: Plan, result: Any) -> list[tuple[Any, str]]:
+    # Layer names, as the planning pages show them (indices only when the model has none).
+    names = list(getattr(getattr(result, "model", None), "layer_names", list)())
+    labels = []
+    for stage in plan.stages:
+        first, last = (names[stage.first], names[stage.last]) if stage.last < len(names) \
+            else (str(stage.first), str(stage.last))
+        labels.append((stage, first if first == last else f"{first} … {last}"))
+    return labels
 
 
 @require_POST

@@ -16,9 +16,18 @@ def create_project(owner: AbstractBaseUser, name: str, description: str = "") ->
     name = name.strip()
     if not name:
         raise ValidationError({"name": "must not be empty"})
+    if owned_name_taken(owner, name):
+        raise ValidationError({"name": f"you already own a project called {name!r}; "
+                                       "pickers could not tell them apart"})
     project = Project.objects.create(name=name, description=description.strip())
     Membership.objects.create(project=project, user=owner, role=Role.OWNER)
     return project
+
+
+def owned_name_taken(owner: AbstractBaseUser, name: str) -> bool:
+    """Project names are unique (ignoring case) among the projects one user owns."""
+    return Project.objects.filter(memberships__user=owner, memberships__role=Role.OWNER,
+                                  name__iexact=name.strip()).exists()
 
 
 @transaction.atomic
