@@ -2,7 +2,7 @@
 
 A row's first value must not depend on which shard holds it, how many shards there are or
 when it is first touched, so every row is drawn from its own counter-based stream: a
-splitmix64 hash of (seed, row id, counter) gives two 32-bit uniforms, and Box-Muller
+splitmix64 hash of (seed, row id, counter) gives two 24-bit uniforms, and Box-Muller
 turns each such pair into two normals. Everything is vectorised over the rows asked for.
 
 `fill_table_` applies the same function to a whole (small) `nn.Embedding` weight, so a
@@ -22,7 +22,7 @@ KINDS = ("normal", "uniform", "zeros")
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
-_TO_UNIT = 2.0**-32
+_TO_UNIT = 2.0**-24
 _FILL_ROWS = 1 << 16  # rows drawn at once by `fill_table_`, to bound its temporary memory
 
 
@@ -55,15 +55,18 @@ def _mix(x: np.ndarray) -> np.ndarray:
 
 
 def _uniforms(ids: np.ndarray, seed: int, draws: int) -> np.ndarray:
-    """[len(ids), draws] float64 in (0, 1): two 32-bit draws from each hash(seed, id, j)."""
+    """[len(ids), draws] float32 in (0, 1): two 24-bit draws from each hash(seed, id, j)."""
     hashes = (draws + 1) // 2
     with np.errstate(over="ignore"):
         key = _mix(np.uint64(seed & 0xFFFFFFFFFFFFFFFF) ^ _mix(ids.astype(np.uint64) * _GOLDEN))
         counters = np.arange(1, hashes + 1, dtype=np.uint64) * _GOLDEN
         bits = _mix(key[:, None] + counters[None, :])
-    high = (bits >> np.uint64(32)).astype(np.float64)
-    low = (bits & np.uint64(0xFFFFFFFF)).astype(np.float64)
-    return (np.concatenate([high, low], axis=1)[:, :draws] + 0.5) * _TO_UNIT
+    high = (bits >> np.uint64(40)).astype(np.float32)
+    low = ((bits >> np.uint64(8)) & np.uint64(0xFFFFFF)).astype(np.float32)
+    u = np.concatenate([high, low], axis=1)[:, :draws]
+    u += np.float32(0.5)
+    u *= np.float32(_TO_UNIT)
+    return u
 
 
 def initial_rows(
@@ -73,15 +76,18 @@ def initial_rows(
     if init.kind == "zeros" or n == 0:
         return torch.zeros(n, dim, dtype=dtype)
     flat = ids.detach().reshape(-1).to("cpu", torch.int64).numpy()
+    scale = np.float32(init.scale)
     if init.kind == "uniform":
-        values = (_uniforms(flat, init.seed, dim) * 2.0 - 1.0) * init.scale
+        values = (_uniforms(flat, init.seed, dim) * np.float32(2.0) - np.float32(1.0)) * scale
     else:
+        # float32 throughout: a first value needs no more, and float64 transcendentals cost
+        # seven times as much here.
         pairs = (dim + 1) // 2
         u = _uniforms(flat, init.seed, 2 * pairs)
-        radius = np.sqrt(-2.0 * np.log(u[:, :pairs]))  # u > 0
-        angle = (2.0 * math.pi) * u[:, pairs:]
+        radius = np.sqrt(np.float32(-2.0) * np.log(u[:, :pairs])) * scale  # u > 0
+        angle = np.float32(2.0 * math.pi) * u[:, pairs:]
         values = np.concatenate([radius * np.cos(angle), radius * np.sin(angle)], axis=1)
-        values = values[:, :dim] * init.scale
+        values = values[:, :dim]
     return torch.from_numpy(np.ascontiguousarray(values)).to(dtype)
 
 
