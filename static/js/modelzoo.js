@@ -12,13 +12,15 @@
     y: data.seconds.map((row) => (row[j] == null ? null : row[j] * 1000)),
     hovertemplate: "%{x} on " + resource + ": %{y:.4f} ms<extra></extra>",
   }));
+  const charts = window.HeterPSCharts;
+  const all = traces.flatMap((t) => t.y);
   const layout = {
     barmode: "group",
-    margin: { l: 80, r: 10, t: 30, b: 90 },
-    title: { text: "fwd+bwd time per batch, per layer and resource", font: { size: 13 } },
+    margin: { l: 80, r: 10, t: 10, b: 60 },
     xaxis: { title: { text: "layer (execution order)" }, automargin: true },
-    yaxis: { title: { text: "time per batch (ms, log)" }, type: "log", automargin: true },
-    legend: { orientation: "h", y: -0.35 },
+    yaxis: Object.assign({ title: { text: "fwd+bwd time per batch (ms, log scale)" },
+                           type: "log", automargin: true }, charts.logTicks(all)),
+    legend: charts.legendAbove,
   };
   Plotly.newPlot(node, traces, layout, { responsive: true, displaylogo: false });
 })();

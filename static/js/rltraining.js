@@ -8,6 +8,7 @@
   const rows = JSON.parse(document.getElementById("rl-curve").textContent);
   let last = rows.length ? rows[rows.length - 1].update : 0;
   const pick = (key) => rows.map((r) => r[key]);
+  const charts = window.HeterPSCharts;
   Plotly.newPlot(node, [
     { type: "scatter", mode: "lines", name: "mean reward", x: pick("update"), y: pick("mean_reward") },
     { type: "scatter", mode: "lines", name: "best cost", x: pick("update"), y: pick("best_cost"),
@@ -16,8 +17,10 @@
     margin: { l: 70, r: 70, t: 10, b: 60 },
     xaxis: { title: { text: "policy update (count)" }, automargin: true },
     yaxis: { title: { text: "mean reward (unitless)" }, automargin: true },
-    yaxis2: { title: { text: "best cost ($ per hour, estimate)" }, overlaying: "y", side: "right", automargin: true },
-    legend: { orientation: "h", y: -0.25 },
+    yaxis2: { title: { text: "best cost ($ per hour, estimate)" }, overlaying: "y", side: "right",
+              automargin: true, range: charts.padded(pick("best_cost")), tickprefix: "$",
+              nticks: 6 },
+    legend: charts.legendAbove,
   }, { responsive: true, displaylogo: false });
 
   function append(fresh) {
@@ -28,6 +31,8 @@
       x: [rowsNew.map((r) => r.update), rowsNew.map((r) => r.update)],
       y: [rowsNew.map((r) => r.mean_reward), rowsNew.map((r) => r.best_cost)],
     }, [0, 1]);
+    // Keep the best-cost line between labelled ticks as it falls.
+    Plotly.relayout(node, { "yaxis2.range": charts.padded(node.data[1].y) });
   }
 
   if (!card) return;
