@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -37,3 +38,23 @@ def test_a_failing_check_turns_healthz_into_503_with_the_reason(
         "ms": body["checks"]["broker"]["ms"],
     }
     assert body["checks"]["database"]["ok"]
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_healthz_stays_ok_while_a_websocket_consumer_is_receiving() -> None:
+    """Daphne's event loop receives for every open websocket; the check runs in a worker
+    thread with its own loop. On channels-redis one shared layer refused the second loop
+    ("Two event loops are trying to receive() on one channel layer at once!"): 503."""
+    from asgiref.sync import sync_to_async
+    from channels.layers import get_channel_layer
+
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    receiving = asyncio.ensure_future(layer.receive(channel))  # an open consumer
+    await asyncio.sleep(0.2)
+    try:
+        report = await sync_to_async(services.report, thread_sensitive=False)()
+    finally:
+        receiving.cancel()
+    assert report["checks"]["channel_layer"]["ok"], report["checks"]["channel_layer"]
+    assert report["status"] == "ok"

@@ -9,7 +9,8 @@ from collections.abc import Callable
 from typing import Any
 
 from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
+from channels import DEFAULT_CHANNEL_LAYER
+from channels.layers import channel_layers, get_channel_layer
 from django.conf import settings
 from django.db import connection
 
@@ -25,20 +26,29 @@ def database() -> str:
 
 
 def channel_layer() -> str:
-    layer = get_channel_layer()
-    if layer is None:
+    if get_channel_layer() is None:
         raise RuntimeError("no channel layer configured")
-    return async_to_sync(_round_trip)(layer)
+    return async_to_sync(_round_trip)()
 
 
-async def _round_trip(layer: Any) -> str:
-    channel = await layer.new_channel("healthz.")
-    token = uuid.uuid4().hex
-    await asyncio.wait_for(layer.send(channel, {"type": "healthz", "token": token}), TIMEOUT_S)
-    message = await asyncio.wait_for(layer.receive(channel), TIMEOUT_S)
-    if message.get("token") != token:
-        raise RuntimeError("channel layer returned someone else's message")
-    return type(layer).__name__
+async def _round_trip() -> str:
+    # A layer of its own: the server's shared layer is receiving in Daphne's event loop for
+    # every open websocket, and channels-redis serves one loop's receive() at a time, so a
+    # round trip through it from this thread's loop timed out (503 with a websocket open).
+    layer = channel_layers.make_backend(DEFAULT_CHANNEL_LAYER)
+    try:
+        channel = await layer.new_channel("healthz.")
+        token = uuid.uuid4().hex
+        await asyncio.wait_for(layer.send(channel, {"type": "healthz", "token": token}),
+                               TIMEOUT_S)
+        message = await asyncio.wait_for(layer.receive(channel), TIMEOUT_S)
+        if message.get("token") != token:
+            raise RuntimeError("channel layer returned someone else's message")
+        return type(layer).__name__
+    finally:
+        close = getattr(layer, "close_pools", None)
+        if close is not None:
+            await close()
 
 
 def broker() -> str:
