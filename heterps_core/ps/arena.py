@@ -3,7 +3,8 @@
 Rows live in chunks of `chunk_rows` rows; the first chunk starts small and doubles until it
 reaches that size, after which whole chunks are added. Growing therefore never holds two
 copies of the arena (a single tensor grown by reallocation would, at its peak), and the
-memory not yet used is below one chunk.
+memory not yet used is below one chunk. New rows are not cleared: the store writes every
+slot it hands out, and untouched pages of a chunk take no resident memory.
 """
 
 from __future__ import annotations
@@ -43,11 +44,11 @@ class Arena:
             size = first.shape[0]
             while size < min(rows, self.chunk_rows):
                 size *= 2
-            grown = torch.zeros(size, self.width, dtype=self.dtype)
+            grown = torch.empty(size, self.width, dtype=self.dtype)
             grown[: first.shape[0]] = first
             self.chunks[0] = grown
         while self.capacity < rows:
-            self.chunks.append(torch.zeros(self.chunk_rows, self.width, dtype=self.dtype))
+            self.chunks.append(torch.empty(self.chunk_rows, self.width, dtype=self.dtype))
 
     def _parts(self, slots: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
         """(chunk, local slots) per chunk hit, with the positions they came from (None: all)."""

@@ -112,3 +112,16 @@ class RowIndex:
         self.slots = np.zeros(1 << bits, dtype=np.int32)
         self.size = 0
         self.insert(keys, slots)
+
+
+def distinct(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct keys and where each key is among them (np.unique's hash path and
+    searchsorted are each several times slower than a sort here)."""
+    order = np.argsort(keys)
+    ordered = keys[order]
+    first = np.empty(ordered.size, dtype=bool)
+    first[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    inverse = np.empty(keys.size, dtype=np.int64)
+    inverse[order] = np.cumsum(first) - 1
+    return ordered[first], inverse

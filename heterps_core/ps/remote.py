@@ -19,26 +19,47 @@ import torch
 from torch import nn
 from torch.nn import functional
 
+from heterps_core.ps.index import distinct
+
 Table = nn.Embedding | nn.EmbeddingBag
 Fetch = Callable[[int, torch.Tensor], torch.Tensor]
 
 
 class BatchRows:
-    """The rows one mini-batch reads of one table: sorted distinct ids and their values."""
+    """The rows one mini-batch reads of one table: sorted distinct ids and their values.
 
-    def __init__(self, ids: torch.Tensor, values: torch.Tensor) -> None:
+    `inverse` (optional) is where each id of the mini-batch's lookups, in the order they
+    were collected, sits among `ids`: micro-batches that look up consecutive parts of the
+    mini-batch take their positions from it (checked) instead of searching.
+    """
+
+    def __init__(
+        self, ids: torch.Tensor, values: torch.Tensor, inverse: torch.Tensor | None = None
+    ) -> None:
         self.ids = ids
         self.values = values.requires_grad_(True)
+        self._inverse = inverse
+        self._cursor = 0
 
-    def local(self, ids: torch.Tensor) -> torch.Tensor:
-        """Positions of `ids` (each one of `self.ids`) in the block."""
-        return torch.searchsorted(self.ids, ids.to(self.ids.device))
+    @classmethod
+    def of(cls, looked_up: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(sorted distinct ids, inverse) of the ids a mini-batch looks up, in order."""
+        keys, inverse = distinct(looked_up.detach().reshape(-1).to("cpu", torch.int64).numpy())
+        return torch.from_numpy(keys), torch.from_numpy(inverse)
 
-    def covers(self, ids: torch.Tensor) -> bool:
+    def local(self, ids: torch.Tensor) -> torch.Tensor | None:
+        """Positions of `ids` in the block, or None if some id is not in it."""
+        flat = ids.reshape(-1).to(self.ids.device)
+        inverse, start = self._inverse, self._cursor
+        if inverse is not None and start + flat.numel() <= inverse.numel():
+            guess = inverse[start : start + flat.numel()]
+            if torch.equal(self.ids[guess], flat):
+                self._cursor += flat.numel()
+                return guess.view(ids.shape)
         if self.ids.numel() == 0:
-            return ids.numel() == 0
-        pos = self.local(ids).clamp_(max=self.ids.numel() - 1)
-        return bool((self.ids[pos] == ids).all())
+            return flat.view(ids.shape) if flat.numel() == 0 else None
+        pos = torch.searchsorted(self.ids, flat).clamp_(max=self.ids.numel() - 1)
+        return pos.view(ids.shape) if torch.equal(self.ids[pos], flat) else None
 
     def gradient(self) -> torch.Tensor:
         """The summed gradient of every distinct row (zeros where no lookup contributed)."""
@@ -68,14 +89,14 @@ class RemoteTable(nn.Module):
         if self.collected is not None:
             self.collected.append(ids.detach().reshape(-1))
             return self._placeholder(ids, offsets)
-        if self.rows is None or not self.rows.covers(ids.reshape(-1)):
-            if self.rows is not None:
-                raise RuntimeError(
-                    f"table {self.table}: a lookup outside the rows fetched for this mini-batch"
-                )
-            unique = ids.detach().reshape(-1).unique()
-            self.rows = BatchRows(unique, self.fetch(self.table, unique))
+        if self.rows is None:
+            unique, inverse = BatchRows.of(ids)
+            self.rows = BatchRows(unique, self.fetch(self.table, unique), inverse)
         local = self.rows.local(ids)
+        if local is None:
+            raise RuntimeError(
+                f"table {self.table}: a lookup outside the rows fetched for this mini-batch"
+            )
         weight = self.rows.values
         if self.mode is None:
             return functional.embedding(local, weight)
@@ -111,8 +132,9 @@ class _Collected(Exception):
 
 
 def collect_ids(remotes: list[RemoteTable], forward: Callable[[], Any]) -> list[torch.Tensor]:
-    """The distinct ids each table looks up in `forward` (run without grad, cut short after
-    the last lookup, placeholders instead of rows): what one prefetch pulls."""
+    """The ids each table looks up in `forward`, in lookup order (run without grad, cut
+    short after the last lookup, placeholders instead of rows): `BatchRows.of` them gives
+    what one prefetch pulls."""
     for remote in remotes:
         remote.collected = []
     seen: set[int] = set()
@@ -136,6 +158,6 @@ def collect_ids(remotes: list[RemoteTable], forward: Callable[[], Any]) -> list[
     for remote in remotes:
         assert remote.collected is not None
         ids = torch.cat(remote.collected) if remote.collected else torch.empty(0, dtype=torch.long)
-        out.append(ids.unique())
+        out.append(ids)
         remote.collected = None
     return out

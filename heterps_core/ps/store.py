@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from heterps_core.ps.arena import CHUNK_ROWS, Arena
-from heterps_core.ps.index import RowIndex
+from heterps_core.ps.index import RowIndex, distinct
 from heterps_core.ps.optim import SparseOptimizer
 from heterps_core.ps.rowinit import RowInit
 
@@ -72,7 +72,7 @@ class RowStore:
         slots = self.index.lookup(keys)
         missing = slots < 0
         if missing.any():
-            new_keys, inverse = _distinct(keys[missing])
+            new_keys, inverse = distinct(keys[missing])
             new_slots = self._allocate(new_keys.size)
             self.index.insert(new_keys, new_slots)
             fresh = torch.from_numpy(new_slots)
@@ -172,19 +172,6 @@ class RowStore:
         self.free = np.flatnonzero(~used).astype(np.int64)
         self.steps = int(state["steps"])
         self.evicted = int(state.get("evicted", 0))
-
-
-def _distinct(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted distinct keys and where each key is among them (np.unique's hash path and
-    searchsorted are each several times slower than a sort here)."""
-    order = np.argsort(keys, kind="stable")
-    ordered = keys[order]
-    first = np.empty(ordered.size, dtype=bool)
-    first[:1] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
-    inverse = np.empty(keys.size, dtype=np.int64)
-    inverse[order] = np.cumsum(first) - 1
-    return ordered[first], inverse
 
 
 def _used(arena: Arena, high: int) -> list[torch.Tensor]:

@@ -14,6 +14,8 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from heterps_core.limits import limit
+from webapp.bounds import api_id, api_number, filter_by_query, query_int
 from webapp.jobs import dataparallel, runconfig, services
 from webapp.jobs.models import Job, Runner
 from webapp.projects.permissions import Action, get_owned, visible
@@ -36,8 +38,8 @@ class JobSerializer(serializers.ModelSerializer):
 
 
 class ApproveSerializer(serializers.Serializer):
-    plan_result = serializers.IntegerField()
-    steps = serializers.IntegerField(min_value=1)
+    plan_result = api_id()
+    steps = api_number("steps")
     runner = serializers.ChoiceField(choices=Runner.choices, default=Runner.PIPELINE)
     sync_mode = serializers.ChoiceField(choices=[], default="bsp")
     # Data-parallel: the mode's parameters and {"workers", "slowdowns", "backend"}; the
@@ -45,9 +47,9 @@ class ApproveSerializer(serializers.Serializer):
     sync_params = serializers.DictField(required=False)
     dataparallel = serializers.DictField(required=False)
     binding = serializers.DictField(child=serializers.CharField(), required=False)
-    batch_size = serializers.IntegerField(min_value=1, required=False)
-    micro_batches = serializers.IntegerField(min_value=1, required=False)
-    lr = serializers.FloatField(min_value=0.0, default=0.05)
+    batch_size = api_number("batch_size", required=False)
+    micro_batches = api_number("micro_batches", required=False)
+    lr = api_number("lr", default=0.05)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -70,8 +72,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
 
     def get_queryset(self) -> QuerySet[Job]:
         queryset = visible(self.request.user, Job.objects.select_related("work"))
-        project = self.request.query_params.get("project")
-        return queryset.filter(project_id=project) if project else queryset
+        return filter_by_query(self.request.query_params, queryset, "project")
 
     @extend_schema(request=ApproveSerializer, responses={201: JobSerializer})
     def create(self, request: Request) -> Response:
@@ -104,8 +105,8 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     def metrics(self, request: Request, pk: str | None = None) -> Response:
         """The latest run's samples (or `?run=N`)."""
         job = self.get_object()
-        run = request.query_params.get("run")
-        return Response(services.metrics_series(job, int(run) if run and run.isdigit() else None))
+        run = query_int(request.query_params, "run", high=int(limit("run").high))
+        return Response(services.metrics_series(job, run))
 
 
 def _call(act: Any, *args: Any) -> Any:

@@ -8,6 +8,7 @@ from typing import Any
 
 from django import forms
 
+from webapp.bounds import form_number
 from webapp.jobs import dataparallel, runconfig
 from webapp.jobs.models import Runner
 from webapp.jobs.services import RunOptions
@@ -25,17 +26,17 @@ class ApproveForm(forms.Form):
     runner = forms.ChoiceField(
         choices=Runner.choices, initial=Runner.PIPELINE, widget=forms.RadioSelect, required=False,
         label="Run as", help_text="the plan's pipeline, or its model trained data-parallel")
-    steps = forms.IntegerField(min_value=1, initial=40,
-                               help_text="pipeline: mini-batches, whole rounds of every stage; "
-                                         "data-parallel: local steps of all workers together")
+    steps = form_number("steps", initial=40,
+                        help_text="pipeline: mini-batches, whole rounds of every stage; "
+                                  "data-parallel: local steps of all workers together")
     sync_mode = forms.ChoiceField(required=False, label="Pipeline sync mode",
                                   help_text="how replicas and the parameter server agree")
-    batch_size = forms.IntegerField(min_value=1, required=False,
-                                    help_text="samples per mini-batch (default: the plan's); "
-                                              "data-parallel: per worker")
-    micro_batches = forms.IntegerField(min_value=1, required=False,
-                                       help_text="pipeline micro-batches (default 4, 1 stage: 1)")
-    lr = forms.FloatField(min_value=0.0, initial=0.05, label="Learning rate")
+    batch_size = form_number("batch_size", required=False,
+                             help_text="samples per mini-batch (default: the plan's); "
+                                       "data-parallel: per worker")
+    micro_batches = form_number("micro_batches", required=False,
+                                help_text="pipeline micro-batches (default 4, 1 stage: 1)")
+    lr = form_number("lr", initial=0.05, label="Learning rate")
     dp_mode = forms.ChoiceField(required=False, label="Data-parallel sync mode",
                                 help_text="how the workers synchronise (parameters below)")
     dp_workers = forms.IntegerField(min_value=1, max_value=dataparallel.MAX_WORKERS,

@@ -93,9 +93,10 @@ def test_remote_tables_train_like_the_plain_model(model_name: str, dense: str, s
             opt.zero_grad()
 
         # Two micro-batches: one prefetch of the mini-batch's rows, gradients summed per row.
-        wanted = collect_ids(tables, lambda inputs=inputs: remote(inputs))
-        for table, ids in zip(tables, wanted, strict=True):
-            table.begin(BatchRows(ids, shards.fetch(table.table, ids)))
+        looked_up = collect_ids(tables, lambda inputs=inputs: remote(inputs))
+        for table, ids in zip(tables, looked_up, strict=True):
+            unique, inverse = BatchRows.of(ids)
+            table.begin(BatchRows(unique, shards.fetch(table.table, unique), inverse))
         loss = 0.0
         for part, part_labels in zip(_split(inputs, 2), labels.tensor_split(2), strict=True):
             micro = remote.loss(remote(part), part_labels) * (part_labels.shape[0] / BATCH)
