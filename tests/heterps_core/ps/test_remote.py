@@ -122,3 +122,17 @@ def test_a_lookup_outside_the_prefetched_rows_fails_loudly() -> None:
 def test_padding_rows_are_refused() -> None:
     with pytest.raises(ValueError, match="padding_idx"):
         RemoteTable(nn.Embedding(10, 2, padding_idx=0, sparse=True), 0, lambda t, i: i)
+
+
+def test_micro_batches_take_their_positions_in_order_and_others_still_resolve() -> None:
+    looked_up = torch.tensor([[7, 3], [3, 9], [9, 9], [1, 7]])
+    unique, inverse = BatchRows.of(looked_up)
+    assert unique.tolist() == [1, 3, 7, 9]
+    rows = BatchRows(unique, torch.zeros(4, 2), inverse)
+    first = rows.local(looked_up[:2])
+    assert first is not None and first.tolist() == [[2, 1], [1, 3]]
+    assert rows._cursor == 4  # the fast path: the prefetch's inverse, not a search
+    out_of_order = rows.local(torch.tensor([[1, 7]]))
+    assert out_of_order is not None and out_of_order.tolist() == [[0, 2]]
+    assert rows._cursor == 4
+    assert rows.local(torch.tensor([5])) is None
