@@ -10,14 +10,16 @@
 """
 
 from heterps_core.ps.optim import SparseOptimizer, UnknownOptimizerError, get, names
-from heterps_core.ps.rowinit import RowInit, fill_table_, initial_rows
+from heterps_core.ps.rowinit import FirstRows, RowInit, WeightRows, fill_table_, initial_rows
 from heterps_core.ps.store import RowStore
 
 __all__ = [
+    "FirstRows",
     "RowInit",
     "RowStore",
     "SparseOptimizer",
     "UnknownOptimizerError",
+    "WeightRows",
     "fill_table_",
     "get",
     "initial_rows",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -24,6 +25,13 @@ _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 _TO_UNIT = 2.0**-24
 _FILL_ROWS = 1 << 16  # rows drawn at once by `fill_table_`, to bound its temporary memory
+
+
+class FirstRows(Protocol):
+    """Where a table's rows come from the first time they are touched."""
+
+    def rows(self, ids: torch.Tensor, dim: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        ...
 
 
 @dataclass(frozen=True)
@@ -42,6 +50,20 @@ class RowInit:
     def rows(self, ids: torch.Tensor, dim: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
         """The initial values [len(ids), dim] of rows `ids` (global row ids, int64)."""
         return initial_rows(ids, dim, self, dtype)
+
+
+class WeightRows:
+    """First rows read from a table a model built and initialised itself (a user's model
+    with a plain sparse `nn.Embedding`): the only case where a whole table is in memory."""
+
+    def __init__(self, weight: torch.Tensor) -> None:
+        self.weight = weight.detach()
+
+    def rows(self, ids: torch.Tensor, dim: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        return self.weight[ids.to(self.weight.device)].to("cpu", dtype)
+
+    def __repr__(self) -> str:
+        return f"WeightRows({tuple(self.weight.shape)})"
 
 
 def _mix(x: np.ndarray) -> np.ndarray:

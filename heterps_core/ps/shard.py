@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from heterps_core.ps.optim import SparseOptimizer
-from heterps_core.ps.rowinit import RowInit
+from heterps_core.ps.rowinit import FirstRows
 from heterps_core.ps.store import RowStore
 
 
@@ -28,7 +28,7 @@ class TableSpec:
     """What a shard needs to hold one table: row width, first values, optimiser, writers."""
 
     dim: int
-    init: RowInit
+    init: FirstRows
     optimizer: SparseOptimizer
     replicas: int = 1
     evict_after: int | None = None

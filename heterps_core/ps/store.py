@@ -1,9 +1,9 @@
 """One table's rows on one parameter-server shard: only the rows that were ever touched.
 
-A row comes into being the first time it is pulled or pushed, with the value `RowInit`
-gives its id (so no shard count or order of first touches changes a result) and a fresh
-optimiser state. Memory is the rows touched times (row + state + index entry), never the
-vocabulary.
+A row comes into being the first time it is pulled or pushed, with the value its table's
+`FirstRows` gives its id (`RowInit`: a hash of the table seed and the id, so no shard count
+or order of first touches changes a result) and a fresh optimiser state. Memory is the rows
+touched times (row + state + index entry), never the vocabulary.
 
 Eviction (off by default, for streaming data): with `evict_after=N`, every N updates the
 rows neither pulled nor pushed in the last N updates are dropped with their optimiser
@@ -21,14 +21,14 @@ import torch
 from heterps_core.ps.arena import CHUNK_ROWS, Arena
 from heterps_core.ps.index import RowIndex, distinct
 from heterps_core.ps.optim import SparseOptimizer
-from heterps_core.ps.rowinit import RowInit
+from heterps_core.ps.rowinit import FirstRows
 
 
 class RowStore:
     def __init__(
         self,
         dim: int,
-        init: RowInit,
+        init: FirstRows,
         optimizer: SparseOptimizer,
         evict_after: int | None = None,
         chunk_rows: int = CHUNK_ROWS,
@@ -142,7 +142,7 @@ class RowStore:
         state: dict[str, Any] = {
             "dim": self.dim,
             "optimizer": self.optimizer.config(),
-            "init": {"kind": self.init.kind, "scale": self.init.scale, "seed": self.init.seed},
+            "init": repr(self.init),
             "steps": self.steps,
             "evicted": self.evicted,
             "ids": torch.from_numpy(ids_by_slot),

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from heterps_core.ps import RowInit, RowStore, get, initial_rows
+from heterps_core.ps import RowInit, RowStore, WeightRows, get, initial_rows
 
 DIM = 4
 INIT = RowInit("normal", 0.01, seed=9)
@@ -102,3 +102,12 @@ def test_a_checkpoint_of_another_table_is_refused() -> None:
     store = RowStore(DIM, INIT, get("adam"))
     with pytest.raises(ValueError, match="checkpoint holds dim 4 rows for adam"):
         RowStore(8, INIT, get("adam")).load_state_dict(store.state_dict())
+
+
+def test_a_table_the_model_initialised_itself_gives_its_own_first_rows() -> None:
+    weight = torch.randn(50, DIM)
+    store = RowStore(DIM, WeightRows(weight), get("sgd", lr=1.0))
+    ids = torch.tensor([3, 49])
+    assert torch.equal(store.pull(ids), weight[ids])
+    store.push(ids, torch.ones(2, DIM), distinct=True)
+    assert torch.equal(store.pull(ids), weight[ids] - 1.0)
