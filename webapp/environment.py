@@ -22,6 +22,8 @@ import dj_database_url
 TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 FALSE_WORDS = frozenset({"0", "false", "no", "off", ""})
 REDIS_SOCKET_TIMEOUT_S = 30.0
+DB_POOL_MAX = 16  # connections one web server process holds at most
+DB_POOL_TIMEOUT_S = 10.0  # a request waits this long for a free one, then fails
 
 
 class SettingsError(ValueError):
@@ -105,9 +107,28 @@ def databases(env: Mapping[str, str], var_dir: Path) -> dict[str, Any]:
         }
     if not url.startswith(("postgres://", "postgresql://")):
         raise SettingsError("DATABASE_URL", "must be a postgresql:// URL")
-    config = dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True)
+    # No persistent connections: under ASGI every request runs in a thread of its own, and
+    # a connection kept per thread leaked until PostgreSQL ran out (issue 12). The web
+    # server borrows from a bounded psycopg pool instead (requests beyond it wait up to
+    # `timeout`); Celery workers (HETERPS_DB_POOL=0, set by workers.app) connect per task,
+    # since a pool must not cross their fork. Sizing: docs/operations.md.
+    config = dj_database_url.parse(url, conn_max_age=0)
     config["ENGINE"] = "django.db.backends.postgresql"  # psycopg 3 is the installed driver
+    if flag(env, "HETERPS_DB_POOL", default=True):
+        size = _positive_int(env, "HETERPS_DB_POOL_MAX", DB_POOL_MAX)
+        config.setdefault("OPTIONS", {})["pool"] = {
+            "min_size": 1, "max_size": size, "timeout": DB_POOL_TIMEOUT_S,
+        }
     return {"default": config}
+
+
+def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name)
+    if raw is None:
+        return default
+    if not raw.strip().isdigit() or not 1 <= int(raw) <= 1000:
+        raise SettingsError(name, f"must be a whole number from 1 to 1000, got {raw!r}")
+    return int(raw)
 
 
 def channel_layers(env: Mapping[str, str]) -> dict[str, Any]:

@@ -49,6 +49,40 @@ def test_database_and_redis_urls_select_production(tmp_path: Path) -> None:
     assert "workers" in mode.describe()
 
 
+def test_the_web_server_borrows_from_a_bounded_pool_and_workers_connect_per_task(
+    tmp_path: Path,
+) -> None:
+    db = environment.databases(PRODUCTION, tmp_path)["default"]
+    assert db["CONN_MAX_AGE"] == 0  # no connection kept per ASGI thread
+    assert db["OPTIONS"]["pool"] == {"min_size": 1, "max_size": environment.DB_POOL_MAX,
+                                     "timeout": environment.DB_POOL_TIMEOUT_S}
+    sized = environment.databases(PRODUCTION | {"HETERPS_DB_POOL_MAX": "4"}, tmp_path)
+    assert sized["default"]["OPTIONS"]["pool"]["max_size"] == 4
+    worker = environment.databases(PRODUCTION | {"HETERPS_DB_POOL": "0"}, tmp_path)["default"]
+    assert "pool" not in worker.get("OPTIONS", {}) and worker["CONN_MAX_AGE"] == 0
+    with pytest.raises(environment.SettingsError, match="HETERPS_DB_POOL_MAX"):
+        environment.databases(PRODUCTION | {"HETERPS_DB_POOL_MAX": "lots"}, tmp_path)
+
+
+def test_celery_recovers_from_lost_workers_and_broker_restarts() -> None:
+    celery = environment.celery_settings(PRODUCTION)
+    assert celery["CELERY_TASK_ACKS_LATE"] and celery["CELERY_TASK_REJECT_ON_WORKER_LOST"]
+    assert celery["CELERY_BROKER_CONNECTION_RETRY"]
+    assert celery["CELERY_BROKER_CONNECTION_MAX_RETRIES"] is None
+    assert celery["CELERY_BROKER_TRANSPORT_OPTIONS"]["visibility_timeout"] == 12 * 3600
+    assert celery["CELERY_RESULT_BACKEND_ALWAYS_RETRY"]
+
+
+def test_lease_timing_comes_from_the_environment_and_is_checked() -> None:
+    assert environment.work_timing({})["WORK_LEASE_S"] == 60.0
+    assert environment.work_timing({"HETERPS_WORK_LEASE_S": "3",
+                                    "HETERPS_WORK_HEARTBEAT_S": "0.5"})["WORK_LEASE_S"] == 3.0
+    with pytest.raises(environment.SettingsError, match="HETERPS_WORK_SWEEP_S"):
+        environment.work_timing({"HETERPS_WORK_SWEEP_S": "soon"})
+    with pytest.raises(environment.SettingsError, match="half of the lease"):
+        environment.work_timing({"HETERPS_WORK_LEASE_S": "10", "HETERPS_WORK_HEARTBEAT_S": "9"})
+
+
 def test_a_database_url_that_is_not_postgres_is_refused_by_name(tmp_path: Path) -> None:
     with pytest.raises(environment.SettingsError, match="DATABASE_URL"):
         environment.databases({"DATABASE_URL": "mysql://x@y/z"}, tmp_path)
