@@ -113,18 +113,21 @@ class RemoteTable(nn.Module):
         return f"table={self.table}, {self.num_embeddings}, {self.embedding_dim}, mode={self.mode}"
 
 
+def replace_table(root: nn.Module, path: str, table: int, fetch: Fetch) -> RemoteTable:
+    """Put a remote table (number `table`) in place of the sparse table at `path` in `root`."""
+    parent_path, _, name = path.rpartition(".")
+    parent = root.get_submodule(parent_path) if parent_path else root
+    original = getattr(parent, name)
+    if not isinstance(original, nn.Embedding | nn.EmbeddingBag):
+        raise TypeError(f"{path} is a {type(original).__name__}, not an embedding table")
+    remote = RemoteTable(original, table, fetch)
+    setattr(parent, name, remote)
+    return remote
+
+
 def swap_in(model: nn.Module, paths: list[str], fetch: Fetch) -> list[RemoteTable]:
     """Replace the modules at `paths` (sparse tables) by remote tables numbered in order."""
-    remotes: list[RemoteTable] = []
-    for i, path in enumerate(paths):
-        parent_path, _, name = path.rpartition(".")
-        parent = model.get_submodule(parent_path) if parent_path else model
-        original = getattr(parent, name)
-        assert isinstance(original, nn.Embedding | nn.EmbeddingBag), path
-        remote = RemoteTable(original, i, fetch)
-        setattr(parent, name, remote)
-        remotes.append(remote)
-    return remotes
+    return [replace_table(model, path, i, fetch) for i, path in enumerate(paths)]
 
 
 class _Collected(Exception):
