@@ -38,7 +38,7 @@ class Limit:
             raise error(where, f"must be a whole number, got {value!r}")
         too_low = value < self.low if self.low_inclusive else value <= self.low
         if too_low or value > self.high:
-            raise error(where, f"must be {self.describe()}, got {value!r}")
+            raise error(where, f"must be {self.describe()} ({self.unit}), got {value!r}")
         return int(value) if self.integer else float(value)
 
     def describe(self) -> str:

@@ -47,8 +47,13 @@ def api_number(name: str, **kwargs: Any) -> serializers.Field:
     kwargs.setdefault("help_text", f"{limit.unit}, {limit.describe()}")
     if limit.integer:
         return serializers.IntegerField(min_value=int(limit.low), max_value=int(limit.high),
-                                        **kwargs)
+                                        error_messages=_range_messages(limit), **kwargs)
     return FiniteFloatField(validators=[_check(limit)], **kwargs)
+
+
+def _range_messages(limit: Limit) -> dict[str, str]:
+    message = f"must be {limit.describe()} ({limit.unit})"
+    return {"min_value": message, "max_value": message}
 
 
 def api_id(**kwargs: Any) -> serializers.IntegerField:
@@ -62,7 +67,7 @@ def form_number(name: str, **kwargs: Any) -> forms.Field:
     kwargs.setdefault("help_text", f"{limit.describe()}")
     if limit.integer:
         return forms.IntegerField(min_value=int(limit.low), max_value=int(limit.high),
-                                  **kwargs)
+                                  error_messages=_range_messages(limit), **kwargs)
     return forms.FloatField(validators=[_check(limit)], **kwargs)
 
 
@@ -97,3 +102,33 @@ def filter_by_query(
             queryset = queryset.filter(**{f"{name}_id": value})
     return queryset
 
+
+
+def _check_ids(values: Any, field: forms.Field) -> None:
+    from webapp.projects.permissions import valid_id
+
+    for value in values:
+        if valid_id(value) is None:
+            raise ValidationError(field.error_messages["invalid_pk_value"], code="invalid_pk_value",
+                                  params={"pk": str(value)[:40]})
+
+
+class IdChoiceField(forms.ModelChoiceField):
+    """A ModelChoiceField whose value is checked to be an id before the database sees it."""
+
+    default_error_messages = {"invalid_pk_value": "“%(pk)s” is not a valid value."}
+
+    def to_python(self, value: Any) -> Any:
+        if value not in self.empty_values:
+            _check_ids([value], self)
+        return super().to_python(value)
+
+
+class IdMultipleChoiceField(forms.ModelMultipleChoiceField):
+    """A ModelMultipleChoiceField whose values are checked to be ids first (10**30 makes
+    SQLite raise OverflowError)."""
+
+    def _check_values(self, value: Any) -> Any:
+        if isinstance(value, list | tuple):
+            _check_ids(value, self)
+        return super()._check_values(value)

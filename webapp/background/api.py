@@ -14,6 +14,7 @@ from rest_framework.response import Response
 
 from webapp.background import kinds, services
 from webapp.background.models import Work
+from webapp.bounds import api_id, filter_by_query
 from webapp.projects.permissions import Action, get_project, visible
 
 
@@ -28,7 +29,7 @@ class WorkSerializer(serializers.ModelSerializer):
 
 
 class StartWorkSerializer(serializers.Serializer):
-    project = serializers.IntegerField()
+    project = api_id()
     kind = serializers.ChoiceField(choices=[])
     params = serializers.JSONField()
 
@@ -42,8 +43,7 @@ class WorkViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gen
 
     def get_queryset(self) -> QuerySet[Work]:
         queryset = visible(self.request.user, Work.objects.all())
-        project = self.request.query_params.get("project")
-        return queryset.filter(project_id=project) if project else queryset
+        return filter_by_query(self.request.query_params, queryset, "project")
 
     @extend_schema(request=StartWorkSerializer, responses={201: WorkSerializer})
     def create(self, request: Request) -> Response:

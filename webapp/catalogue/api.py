@@ -13,6 +13,7 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from webapp.bounds import api_id
 from webapp.catalogue import services
 from webapp.catalogue.models import ResourceType
 from webapp.projects.permissions import Action, get_owned, get_project, valid_id, visible
@@ -31,8 +32,8 @@ class ResourceTypeSerializer(serializers.ModelSerializer):
 class WriteResourceTypeSerializer(serializers.Serializer):
     """Types only; the bounds and rules are the service's (the same as pages and admin)."""
 
-    project = serializers.IntegerField(required=False, help_text="on create only")
-    template = serializers.CharField(required=False, allow_blank=True, help_text=(
+    project = api_id(required=False, help_text="on create only")
+    template = serializers.CharField(required=False, allow_blank=True, max_length=120, help_text=(
         "a hardware-catalogue entry (GET /api/resource-types/catalogue/ lists them) whose "
         "price and specs fill the fields not given"))
     name = serializers.CharField(required=False, max_length=services.NAME_MAX)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from django.core.exceptions import ValidationError
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import exceptions, serializers
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from webapp.bounds import query_id
 from webapp.costs import services
 from webapp.projects.permissions import get_project
 
@@ -22,11 +22,8 @@ class CostReportView(APIView):
         responses={200: serializers.JSONField()},
     )
     def get(self, request: Request) -> Response:
-        try:
-            period = services.month(request.query_params.get("month"))
-        except ValidationError as exc:
-            raise exceptions.ValidationError(exc.message_dict) from exc
-        raw = request.query_params.get("project")
+        period = services.month(request.query_params.get("month"))
+        raw = query_id(request.query_params, "project")
         project = get_project(request.user, raw).pk if raw else None
         report = services.report(request.user, period, project)
         return Response({

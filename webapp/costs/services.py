@@ -69,6 +69,11 @@ class Report:
         return sorted(totals.values(), key=lambda t: t["project"])
 
 
+# Months a report may cover (docs/limits.md): wide enough for any real bill, and every
+# one has a representable end (9999-12 would end in year 10000).
+YEARS = (1970, 2999)
+
+
 def month(text: str | None, today: date | None = None) -> Period:
     """`YYYY-MM` (default: this month) as a period in the server's time zone."""
     today = today or timezone.localdate()
@@ -76,10 +81,14 @@ def month(text: str | None, today: date | None = None) -> Period:
         year, mon = today.year, today.month
     else:
         try:
-            year, mon = (int(part) for part in text.split("-"))
+            year, mon = (int(part) for part in text.strip().split("-"))
             date(year, mon, 1)
         except ValueError:
-            raise ValidationError({"month": f"must be YYYY-MM, got {text!r}"}) from None
+            raise ValidationError({"month": f"must be YYYY-MM, got {text[:40]!r}"}) from None
+        if not YEARS[0] <= year <= YEARS[1]:
+            raise ValidationError(
+                {"month": f"must be a month of the years {YEARS[0]} to {YEARS[1]}, "
+                          f"got {text[:40]!r}"})
     start = timezone.make_aware(datetime(year, mon, 1))
     end = timezone.make_aware(datetime(year + mon // 12, mon % 12 + 1, 1))
     return Period(start, end)

@@ -9,6 +9,7 @@ from rest_framework import exceptions, mixins, serializers, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from webapp.bounds import MAX_TEXT, api_id, filter_by_query
 from webapp.modelzoo import services
 from webapp.modelzoo.models import RegisteredModel
 from webapp.projects.permissions import Action, get_project, visible
@@ -23,15 +24,17 @@ class RegisteredModelSerializer(serializers.ModelSerializer):
 
 
 class AddModelSerializer(serializers.Serializer):
-    project = serializers.IntegerField()
-    zoo_name = serializers.CharField(required=False, help_text="add this zoo entry, or ...")
-    size = serializers.CharField(required=False, default="tiny")
-    name = serializers.CharField(required=False, default="")
-    factory = serializers.CharField(required=False, help_text=(
+    project = api_id()
+    zoo_name = serializers.CharField(required=False, max_length=60,
+                                     help_text="add this zoo entry, or ...")
+    size = serializers.CharField(required=False, default="tiny", max_length=20)
+    name = serializers.CharField(required=False, default="", max_length=80)
+    factory = serializers.CharField(required=False, max_length=200, help_text=(
         "... or bring your own model: an allow-listed package.module:factory, or ..."))
-    example_input = serializers.CharField(required=False, default="", allow_blank=True)
+    example_input = serializers.CharField(required=False, default="", allow_blank=True,
+                                          max_length=500)
     layers = serializers.JSONField(required=False, help_text="... import this layer chain")
-    description = serializers.CharField(required=False, default="")
+    description = serializers.CharField(required=False, default="", max_length=MAX_TEXT)
 
 
 class RegisteredModelViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
@@ -40,8 +43,7 @@ class RegisteredModelViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
 
     def get_queryset(self) -> QuerySet[RegisteredModel]:
         queryset = visible(self.request.user, RegisteredModel.objects.all())
-        project = self.request.query_params.get("project")
-        return queryset.filter(project_id=project) if project else queryset
+        return filter_by_query(self.request.query_params, queryset, "project")
 
     @extend_schema(request=AddModelSerializer, responses={201: RegisteredModelSerializer})
     def create(self, request: Request) -> Response:

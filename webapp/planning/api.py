@@ -10,6 +10,7 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from webapp.bounds import api_id, api_number, filter_by_query
 from webapp.catalogue.models import ResourceType
 from webapp.modelzoo.models import RegisteredModel
 from webapp.planning import services
@@ -25,10 +26,11 @@ class ClusterSerializer(serializers.ModelSerializer):
 
 
 class CreateClusterSerializer(serializers.Serializer):
-    project = serializers.IntegerField()
+    project = api_id()
     name = serializers.CharField(max_length=80)
-    resource_types = serializers.ListField(child=serializers.IntegerField())
-    description = serializers.CharField(required=False, default="", allow_blank=True)
+    resource_types = serializers.ListField(child=api_id(), max_length=1000)
+    description = serializers.CharField(required=False, default="", allow_blank=True,
+                                        max_length=500)
 
 
 class PlanResultSerializer(serializers.ModelSerializer):
@@ -54,25 +56,25 @@ class PlanningRequestSerializer(serializers.ModelSerializer):
 
 
 class StartPlanningSerializer(serializers.Serializer):
-    model = serializers.IntegerField()
-    cluster = serializers.IntegerField()
-    throughput_target = serializers.FloatField(help_text="samples/s")
-    schedulers = serializers.ListField(child=serializers.CharField(), required=False)
-    batch_size = serializers.IntegerField(required=False, min_value=1)
-    samples = serializers.FloatField(required=False)
-    budget_s = serializers.FloatField(required=False, default=5.0)
+    model = api_id()
+    cluster = api_id()
+    throughput_target = api_number("throughput_target")
+    schedulers = serializers.ListField(child=serializers.CharField(max_length=40),
+                                       required=False, max_length=50)
+    batch_size = api_number("batch_size", required=False)
+    samples = api_number("samples", required=False)
+    budget_s = api_number("budget_s", required=False, default=5.0,
+                          max_value=services.MAX_BUDGET_S)
 
 
 class WhatIfSerializer(serializers.Serializer):
-    resource = serializers.CharField()
-    price_per_hour = serializers.FloatField(required=False, allow_null=True, default=None)
-    count = serializers.IntegerField(required=False, allow_null=True, default=None)
+    resource = serializers.CharField(max_length=120)
+    price_per_hour = api_number("price_per_hour", required=False, allow_null=True, default=None)
+    count = api_number("count", required=False, allow_null=True, default=None)
 
 
 def _scoped(request: Request, queryset: QuerySet) -> QuerySet:  # type: ignore[type-arg]
-    queryset = visible(request.user, queryset)
-    project = request.query_params.get("project")
-    return queryset.filter(project_id=project) if project else queryset
+    return filter_by_query(request.query_params, visible(request.user, queryset), "project")
 
 
 class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):

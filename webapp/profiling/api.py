@@ -9,6 +9,7 @@ from rest_framework import exceptions, mixins, serializers, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from webapp.bounds import api_id, api_number, filter_by_query
 from webapp.modelzoo.models import RegisteredModel
 from webapp.profiling import services
 from webapp.profiling.models import LayerResult, ProfileRun
@@ -34,9 +35,9 @@ class ProfileRunSerializer(serializers.ModelSerializer):
 
 
 class StartProfileSerializer(serializers.Serializer):
-    model = serializers.IntegerField()
-    batch_size = serializers.IntegerField(required=False, min_value=1)
-    repeats = serializers.IntegerField(required=False, default=3, min_value=1)
+    model = api_id()
+    batch_size = api_number("batch_size", required=False)
+    repeats = api_number("repeats", required=False, default=3)
 
 
 class ProfileRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
@@ -46,8 +47,7 @@ class ProfileRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
     def get_queryset(self) -> QuerySet[ProfileRun]:
         queryset = visible(self.request.user, ProfileRun.objects.all()).prefetch_related(
             "results")
-        model = self.request.query_params.get("model")
-        return queryset.filter(model_id=model) if model else queryset
+        return filter_by_query(self.request.query_params, queryset, "model")
 
     @extend_schema(request=StartProfileSerializer, responses={201: ProfileRunSerializer})
     def create(self, request: Request) -> Response:

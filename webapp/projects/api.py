@@ -7,6 +7,7 @@ from typing import Any
 from django.db.models import QuerySet
 from rest_framework import mixins, serializers, viewsets
 
+from webapp.bounds import MAX_TEXT
 from webapp.projects import services
 from webapp.projects.models import Membership, Project
 from webapp.projects.permissions import role_of, visible_projects
@@ -28,6 +29,7 @@ class ProjectSerializer(serializers.ModelSerializer):
         model = Project
         fields = ["id", "name", "description", "created_at", "my_role", "memberships"]
         read_only_fields = ["id", "created_at"]
+        extra_kwargs = {"description": {"max_length": MAX_TEXT}}
 
     def get_my_role(self, project: Project) -> str | None:
         return role_of(self.context["request"].user, project)

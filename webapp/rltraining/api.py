@@ -9,6 +9,7 @@ from rest_framework import exceptions, mixins, serializers, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from webapp.bounds import api_id, api_number, filter_by_query
 from webapp.planning.models import PlanningRequest
 from webapp.projects.permissions import Action, get_owned, visible
 from webapp.rltraining import services
@@ -24,10 +25,10 @@ class RLTrainingRunSerializer(serializers.ModelSerializer):
 
 
 class StartTrainingSerializer(serializers.Serializer):
-    request = serializers.IntegerField(help_text="planning request whose instance to train on")
-    budget_s = serializers.FloatField(required=False, default=10.0)
-    max_updates = serializers.IntegerField(required=False, default=300)
-    samples = serializers.IntegerField(required=False, default=64)
+    request = api_id(help_text="planning request whose instance to train on")
+    budget_s = api_number("budget_s", required=False, default=10.0)
+    max_updates = api_number("max_updates", required=False, default=300)
+    samples = api_number("rl_samples", required=False, default=64)
 
 
 class RLTrainingRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
@@ -36,8 +37,7 @@ class RLTrainingRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
 
     def get_queryset(self) -> QuerySet[RLTrainingRun]:
         queryset = visible(self.request.user, RLTrainingRun.objects.all())
-        project = self.request.query_params.get("project")
-        return queryset.filter(project_id=project) if project else queryset
+        return filter_by_query(self.request.query_params, queryset, "project")
 
     @extend_schema(request=StartTrainingSerializer, responses={201: RLTrainingRunSerializer})
     def create(self, request: Request) -> Response:

@@ -19,7 +19,7 @@ def test_rl_runs_over_the_api(personas: Any, login: Any, profiled: Any, cluster:
     assert post(personas.viewer, body).status_code == 403
     assert post(personas.outsider, body).status_code == 404
     assert post(personas.member, body | {"samples": 1}).json() == {
-        "samples": ["must be between 2 and 1024 plans per update"]}
+        "samples": ["must be between 2 and 1,024 (plans sampled per update)"]}
     started = post(personas.member, body)
     assert started.status_code == 201 and started.json()["curve"] == []
     assert login(personas.outsider).get(f"{url}{started.json()['id']}/").status_code == 404
