@@ -4,6 +4,8 @@ A failed test leaves a screenshot under test-artifacts/."""
 from __future__ import annotations
 
 import shutil
+import socket
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,6 +46,36 @@ def page(browser: Any, request: pytest.FixtureRequest, settings: Any) -> Iterato
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
     context.close()
+
+
+@pytest.fixture
+def asgi_url(live_server: Any) -> Iterator[str]:
+    """Daphne serving the real ASGI app (HTTP + websockets) from a thread of this process,
+    so it shares the test database and the embedded channel layer with the worker.
+    (`live_server` is requested for its database set-up: it lets other threads in.)"""
+    from daphne.server import Server
+    from twisted.internet import reactor
+
+    from webapp.asgi import application
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = Server(application, endpoints=[f"tcp:port={port}:interface=127.0.0.1"],
+                    signal_handlers=False, verbosity=0)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            assert time.monotonic() < deadline, "daphne did not start"
+            time.sleep(0.1)
+    yield f"http://127.0.0.1:{port}"
+    reactor.callFromThread(reactor.stop)
+    thread.join(10)
 
 
 @pytest.fixture

@@ -8,10 +8,6 @@ test-artifacts/ (browser conftest); the job pages' screenshots go to test-artifa
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,36 +17,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(trans
 
 SHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "jobs"
 PHONE = {"width": 390, "height": 844}
-
-
-@pytest.fixture
-def asgi_url(live_server: Any) -> Iterator[str]:
-    """Daphne serving the real ASGI app (HTTP + websockets) from a thread of this process,
-    so it shares the test database and the embedded channel layer with the worker.
-    (`live_server` is requested for its database set-up: it lets other threads in.)"""
-    from daphne.server import Server
-    from twisted.internet import reactor
-
-    from webapp.asgi import application
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = Server(application, endpoints=[f"tcp:port={port}:interface=127.0.0.1"],
-                    signal_handlers=False, verbosity=0)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            assert time.monotonic() < deadline, "daphne did not start"
-            time.sleep(0.1)
-    yield f"http://127.0.0.1:{port}"
-    reactor.callFromThread(reactor.stop)
-    thread.join(10)
 
 
 def _shoot(page: Any, browser: Any, name: str) -> None:

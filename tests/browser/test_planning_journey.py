@@ -65,7 +65,7 @@ def test_profile_plan_and_compare_in_a_browser(
     until(page, "table.layers")
     assert "this machine" in page.locator("table.layers thead").inner_text()
     page.wait_for_selector("#layer-chart .main-svg")
-    assert "time per batch (ms, log)" in page.locator("#layer-chart").inner_text()
+    assert "time per batch (ms, log scale)" in page.locator("#layer-chart").inner_text()
     _shoot(page, browser, "profile-run")
 
     page.click("text=Plan this model")

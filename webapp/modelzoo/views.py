@@ -51,7 +51,7 @@ def add(request: HttpRequest, project_pk: int) -> HttpResponse:
 @require_POST
 def add_factory(request: HttpRequest, project_pk: int) -> HttpResponse:
     project = get_project(request.user, project_pk, Action.EDIT)
-    form = FactoryModelForm(request.POST)
+    form = FactoryModelForm(request.POST, prefix="own")
     if form.is_valid():
         data = form.cleaned_data
         try:
@@ -103,7 +103,7 @@ def _render_list(request: HttpRequest, project: object, add_form: AddZooModelFor
                  import_form: ImportModelForm, status: int = 200,
                  factory_form: FactoryModelForm | None = None) -> HttpResponse:
     context = {
-        "factory_form": factory_form or FactoryModelForm(),
+        "factory_form": factory_form or FactoryModelForm(prefix="own"),
         "project": project,
         "models": RegisteredModel.objects.filter(project=project),
         "zoo": services.zoo_catalogue(),

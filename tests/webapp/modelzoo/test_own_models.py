@@ -22,7 +22,7 @@ def test_member_imports_the_example_factory_in_the_page(personas: Any, login: An
     page = client.get(f"/models/project/{personas.project.pk}/").content.decode()
     assert EXAMPLE in page and "Bring your own model" in page
     response = client.post(f"/models/project/{personas.project.pk}/factory/",
-                           {"factory": EXAMPLE, "name": "my ctr"})
+                           {"own-factory": EXAMPLE, "own-name": "my ctr"})
     assert response.status_code == 302
     from webapp.modelzoo.models import RegisteredModel
 
@@ -34,11 +34,12 @@ def test_member_imports_the_example_factory_in_the_page(personas: Any, login: An
     assert "profile-form" in detail
 
     assert login(personas.viewer).post(f"/models/project/{personas.project.pk}/factory/",
-                                       {"factory": EXAMPLE}).status_code == 403
+                                       {"own-factory": EXAMPLE}).status_code == 403
     assert login(personas.outsider).post(f"/models/project/{personas.project.pk}/factory/",
-                                         {"factory": EXAMPLE}).status_code == 404
+                                         {"own-factory": EXAMPLE}).status_code == 404
     bad = login(personas.member).post(f"/models/project/{personas.project.pk}/factory/",
-                      {"factory": EXAMPLE, "name": "x", "example_input": "dense=float32[4]"})
+                      {"own-factory": EXAMPLE, "own-name": "x",
+                       "own-example_input": "dense=float32[4]"})
     assert bad.status_code == 400 and "example" in bad.content.decode().lower()
 
 
