@@ -14,8 +14,13 @@
     for (let e = Math.floor(Math.log10(lo)); e <= Math.ceil(Math.log10(hi)); e++) {
       for (const m of [1, 2, 5]) ticks.push(m * Math.pow(10, e));
     }
-    const shown = ticks.filter((t) => t >= lo / 2.2 && t <= hi * 2.2);
-    return { tickmode: "array", tickvals: shown, ticktext: shown.map(fmt) };
+    // The axis runs from the tick at or below the smallest value to the one at or above the
+    // largest, so every bar starts and ends between labelled ticks.
+    const bottom = Math.max(...ticks.filter((t) => t <= lo * 1.000001));
+    const top = Math.min(...ticks.filter((t) => t >= hi / 1.000001));
+    const shown = ticks.filter((t) => t >= bottom && t <= top);
+    return { tickmode: "array", tickvals: shown, ticktext: shown.map(fmt),
+             range: [Math.log10(bottom), Math.log10(top)] };
   }
 
   // [lo, hi] widened so a flat or nearly flat line sits between two labelled ticks.
@@ -27,6 +32,22 @@
     return [lo - pad, hi + pad];
   }
 
+  // A linear axis whose first tick is at or below the smallest value and last at or above
+  // the largest, in steps of 1, 2, 2.5 or 5 times a power of ten: a flat line at the minimum
+  // (the RL best cost once it settles) sits on a labelled tick, not under the lowest one.
+  function linearTicks(values, count) {
+    const finite = values.filter((v) => v != null && isFinite(v));
+    if (!finite.length) return {};
+    let lo = Math.min(...finite), hi = Math.max(...finite);
+    if (hi - lo < Math.abs(hi) * 1e-9 + 1e-12) { lo -= Math.abs(lo) * 0.1 + 1e-9; hi += Math.abs(hi) * 0.1 + 1e-9; }
+    const raw = (hi - lo) / Math.max(1, (count || 5) - 1);
+    const power = Math.pow(10, Math.floor(Math.log10(raw)));
+    const step = [1, 2, 2.5, 5, 10].map((m) => m * power).find((s) => s >= raw);
+    const start = Math.floor(lo / step) * step, end = Math.ceil(hi / step) * step;
+    return { tickmode: "linear", tick0: start, dtick: step,
+             range: [start - step * 0.08, end + step * 0.08] };
+  }
+
   const legendAbove = { orientation: "h", x: 0, xanchor: "left", y: 1.02, yanchor: "bottom" };
-  window.HeterPSCharts = { logTicks, padded, legendAbove, fmt };
+  window.HeterPSCharts = { logTicks, linearTicks, padded, legendAbove, fmt };
 })();

@@ -40,7 +40,8 @@
   const layout = {
     margin: { l: 70, r: 10, t: 10, b: 60 },
     xaxis: { title: { text: "throughput (samples/s)" }, range: [0, right], automargin: true },
-    yaxis: { title: { text: "cost ($ per hour, estimate)" }, range: [0, top], automargin: true },
+    yaxis: { title: { text: "cost ($ per hour, estimate)" }, range: [0, top], automargin: true,
+             tickprefix: "$" },
     shapes: [{ type: "line", x0: data.target, x1: data.target, y0: 0, y1: top,
                line: { dash: "dash", color: "#b3261e" } }],
     annotations: [{ x: data.target, y: top, text: "target", showarrow: false, xanchor: "left",

@@ -17,9 +17,9 @@
     margin: { l: 70, r: 70, t: 10, b: 60 },
     xaxis: { title: { text: "policy update (count)" }, automargin: true },
     yaxis: { title: { text: "mean reward (unitless)" }, automargin: true },
-    yaxis2: { title: { text: "best cost ($ per hour, estimate)" }, overlaying: "y", side: "right",
-              automargin: true, range: charts.padded(pick("best_cost")), tickprefix: "$",
-              nticks: 6 },
+    yaxis2: Object.assign({ title: { text: "best cost ($ per hour, estimate)" }, overlaying: "y",
+                            side: "right", automargin: true, tickprefix: "$", showgrid: false },
+                          charts.linearTicks(pick("best_cost"))),
     legend: charts.legendAbove,
   }, { responsive: true, displaylogo: false });
 
@@ -32,7 +32,9 @@
       y: [rowsNew.map((r) => r.mean_reward), rowsNew.map((r) => r.best_cost)],
     }, [0, 1]);
     // Keep the best-cost line between labelled ticks as it falls.
-    Plotly.relayout(node, { "yaxis2.range": charts.padded(node.data[1].y) });
+    const ticks = charts.linearTicks(node.data[1].y);
+    Plotly.relayout(node, { "yaxis2.range": ticks.range, "yaxis2.tick0": ticks.tick0,
+                            "yaxis2.dtick": ticks.dtick });
   }
 
   if (!card) return;

@@ -35,7 +35,9 @@ class FactoryModelForm(forms.Form):
         super().__init__(*args, **kwargs)
         from webapp.modelzoo.loading import allowed_factories
 
-        self.fields["factory"].choices = [(f, f) for f in allowed_factories()]
+        # The factory's own name first: a long module path would be cut off in the select.
+        self.fields["factory"].choices = [
+            (f, f"{f.rpartition(':')[2]} ({f.rpartition(':')[0]})") for f in allowed_factories()]
 
 
 class ImportModelForm(forms.Form):
