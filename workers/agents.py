@@ -66,6 +66,18 @@ def runtime_agent(
     return code
 
 
+def serving(resource_types: Sequence[str], timeout_s: float = 1.0,
+            celery_app: Celery | None = None) -> set[str]:
+    """The types among `resource_types` whose agent queue some live worker consumes now."""
+    wanted = {queue_for(t): t for t in resource_types}
+    try:
+        replies = (celery_app or app).control.inspect(timeout=timeout_s).active_queues() or {}
+    except Exception:  # broker unreachable: nobody could take an agent task
+        return set()
+    consumed = {q.get("name") for queues in replies.values() for q in queues or ()}
+    return {t for queue, t in wanted.items() if queue in consumed}
+
+
 def remote_units(spec: JobSpec) -> dict[str, int]:
     """{resource type: stage processes} of the ranks a job's binding sends to agents."""
     units: dict[str, int] = {}

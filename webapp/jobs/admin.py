@@ -8,9 +8,9 @@ from webapp.projects.admin import ProjectScopedAdmin
 
 @admin.register(Job)
 class JobAdmin(ProjectScopedAdmin):
-    list_display = ["id", "name", "project", "model_name", "sync_mode", "steps", "accrued_cost",
-                    "created_at"]
-    list_filter = ["sync_mode", "model_name"]
+    list_display = ["id", "name", "project", "model_name", "runner", "sync_mode", "steps",
+                    "accrued_cost", "created_at"]
+    list_filter = ["runner", "model_name"]
     readonly_fields = ["created_at"]
 
 

@@ -16,19 +16,25 @@ from rest_framework.response import Response
 
 from heterps_core.limits import limit
 from webapp.bounds import api_id, api_number, filter_by_query, query_int
-from webapp.jobs import dataparallel, runconfig, services
+from webapp.jobs import runners, services
 from webapp.jobs.models import Job, Runner
 from webapp.projects.permissions import Action, get_owned, visible
 
 
 class JobSerializer(serializers.ModelSerializer):
     status = serializers.CharField(read_only=True)
+    # Views of `options` (the runner's validated options, the core's names).
+    sync_mode = serializers.CharField(read_only=True)
+    sync_params = serializers.DictField(read_only=True)
+    dataparallel = serializers.DictField(read_only=True)
+    binding = serializers.DictField(read_only=True)
+    micro_batches = serializers.IntegerField(read_only=True)
 
     class Meta:
         model = Job
         fields = [
             "id", "project", "name", "status", "runs", "work", "model_name", "model_size",
-            "scheduler", "plan_result_id", "plan", "binding", "runner", "sync_mode",
+            "scheduler", "plan_result_id", "plan", "binding", "runner", "options", "sync_mode",
             "sync_params", "dataparallel", "steps", "batch_size", "micro_batches", "lr", "seed",
             "predicted_throughput",
             "predicted_cost_per_hour", "accrued_cost", "last_throughput", "last_loss",
@@ -40,8 +46,10 @@ class JobSerializer(serializers.ModelSerializer):
 class ApproveSerializer(serializers.Serializer):
     plan_result = api_id()
     steps = api_number("steps")
-    runner = serializers.ChoiceField(choices=Runner.choices, default=Runner.PIPELINE)
-    sync_mode = serializers.ChoiceField(choices=[], default="bsp")
+    runner = serializers.ChoiceField(choices=[], default=Runner.PIPELINE)
+    # A mode of the runner's own registry (the runtime's for a pipeline run, the
+    # data-parallel one's otherwise): the runner validates it and names the field.
+    sync_mode = serializers.CharField(default="bsp", max_length=40)
     # Data-parallel: the mode's parameters and {"workers", "slowdowns", "backend"}; the
     # core validates both (errors name mode.<mode>.<param> / dataparallel.<setting>).
     sync_params = serializers.DictField(required=False)
@@ -53,9 +61,7 @@ class ApproveSerializer(serializers.Serializer):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        names = [name for name, _ in runconfig.sync_mode_choices()]
-        names += [n for n, _ in dataparallel.mode_choices() if n not in names]
-        self.fields["sync_mode"].choices = names
+        self.fields["runner"].choices = runners.choices()
 
     def options(self) -> services.RunOptions:
         data = self.validated_data

@@ -9,9 +9,10 @@ from typing import Any
 from django import forms
 
 from webapp.bounds import form_number
-from webapp.jobs import dataparallel, runconfig
+from webapp.jobs import runners
 from webapp.jobs.models import Runner
-from webapp.jobs.services import RunOptions
+from webapp.jobs.options import RunOptions
+from webapp.jobs.runners import dataparallel, pipeline
 
 BINDING_HELP = "cpu, cpu:THREADS, cuda:N, remote or remote:cuda"
 SLOWDOWN_HELP = ("emulation: worker i's measured step time is multiplied by factor i "
@@ -24,7 +25,7 @@ def param_field_name(mode: str, param: str) -> str:
 
 class ApproveForm(forms.Form):
     runner = forms.ChoiceField(
-        choices=Runner.choices, initial=Runner.PIPELINE, widget=forms.RadioSelect, required=False,
+        choices=runners.choices, initial=Runner.PIPELINE, widget=forms.RadioSelect, required=False,
         label="Run as", help_text="the plan's pipeline, or its model trained data-parallel")
     steps = form_number("steps", initial=40,
                         help_text="pipeline: mini-batches, whole rounds of every stage; "
@@ -55,14 +56,15 @@ class ApproveForm(forms.Form):
 
     def __init__(self, *args: Any, resources: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["sync_mode"].choices = runconfig.sync_mode_choices()
+        self.fields["sync_mode"].choices = pipeline.sync_mode_choices()
         self.fields["sync_mode"].initial = "bsp"
         self.fields["dp_mode"].choices = dataparallel.mode_choices()
         self.fields["dp_mode"].initial = "ashl"
         self.fields["dp_backend"].choices = dataparallel.backend_choices()
         self.resources = resources
         for name in resources:
-            # Not required: a data-parallel run has no binding; blank = the local CPU.
+            # Not required here: a data-parallel run has no binding. A pipeline run's runner
+            # refuses a blank one (every resource of the plan must run somewhere).
             self.fields[f"bind_{name}"] = forms.CharField(
                 label=f"Run {name} on", initial="cpu", max_length=40, help_text=BINDING_HELP,
                 required=False,
@@ -144,13 +146,16 @@ def _form_field(field: str) -> str:
 
 def _param_field(param: str, spec: dict[str, Any]) -> forms.Field:
     bounds = [f"{k} {spec[k]:g}" for k in ("minimum", "maximum") if k in spec]
+    # Words for people; the parameter's name (what the API and CLI take) in the help text.
+    label = spec.get("title") or param
     help_text = spec.get("description", "")
     if bounds:
         help_text += f" ({', '.join(bounds)}; default {spec['default']})"
+    help_text += f" [{param}]"
     if spec["type"] == "boolean":
-        return forms.BooleanField(required=False, initial=spec["default"], label=param,
+        return forms.BooleanField(required=False, initial=spec["default"], label=label,
                                   help_text=f"{help_text} (default {str(spec['default']).lower()})")
     attrs = {"step": "1" if spec["type"] == "integer" else "any"}
     attrs.update({k[:3]: str(spec[k]) for k in ("minimum", "maximum") if k in spec})
-    return forms.CharField(required=False, initial=spec["default"], label=param,
+    return forms.CharField(required=False, initial=spec["default"], label=label,
                            help_text=help_text, widget=forms.NumberInput(attrs=attrs))

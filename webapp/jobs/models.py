@@ -2,23 +2,23 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 
-from heterps_core.plan import Plan
-from heterps_core.runtime import sync
 from webapp.background.models import Status, Work
+from webapp.jobs.options import DATAPARALLEL, PIPELINE
 from webapp.projects.models import ProjectOwned
 
 ACTIVE = (Status.QUEUED, Status.RUNNING, Status.CANCELLING)
 
 
-class Runner(models.TextChoices):
-    """How a job runs: the plan's pipeline (heterps_core.runtime), or the plan's model
-    trained data-parallel with a sync mode of heterps_core.dataparallel."""
+class Runner:
+    """The built-in runners' names; the registry (`webapp.jobs.runners`) lists them all."""
 
-    PIPELINE = "pipeline", "pipeline run of the plan"
-    DATAPARALLEL = "dataparallel", "data-parallel run of the plan's model"
+    PIPELINE = PIPELINE
+    DATAPARALLEL = DATAPARALLEL
 
 
 class Job(ProjectOwned):
@@ -32,15 +32,13 @@ class Job(ProjectOwned):
     model_size = models.CharField(max_length=20, default="tiny")
     scheduler = models.CharField(max_length=40, blank=True)
     plan_result_id = models.BigIntegerField(null=True, blank=True)  # planning's result row
-    binding = models.JSONField(default=dict, blank=True)  # resource type -> target text
-    runner = models.CharField(max_length=20, choices=Runner.choices, default=Runner.PIPELINE)
-    # The runtime's sync mode (pipeline) or the data-parallel mode and its parameters.
-    sync_mode = models.CharField(max_length=20, default="bsp")
-    sync_params = models.JSONField(default=dict, blank=True)
-    dataparallel = models.JSONField(default=dict, blank=True)  # workers, slowdowns, backend
+    # How it runs: a runner of `webapp.jobs.runners`, and that runner's validated options
+    # under the core's names (pipeline: sync, binding, micro_batches; data-parallel: mode,
+    # params, workers, slowdowns, backend).
+    runner = models.CharField(max_length=20, default=Runner.PIPELINE)
+    options = models.JSONField(default=dict, blank=True)
     steps = models.PositiveIntegerField()
     batch_size = models.PositiveIntegerField()
-    micro_batches = models.PositiveIntegerField(default=1)
     lr = models.FloatField(default=0.05)
     seed = models.IntegerField(default=0)
     predicted_throughput = models.FloatField()  # samples/s
@@ -70,23 +68,53 @@ class Job(ProjectOwned):
     def status(self) -> str:
         return self.work.status if self.work else "approved"  # approved, never started
 
+    # Read-only views of `options`, in the words the pages and the API use.
+
     @property
     def is_dataparallel(self) -> bool:
         return self.runner == Runner.DATAPARALLEL
 
     @property
+    def sync_mode(self) -> str:
+        """The sync mode, of the runner's own registry (the runtime's, or data-parallel's)."""
+        return str(self.options.get("sync") or self.options.get("mode") or "")
+
+    @property
+    def sync_params(self) -> dict[str, Any]:
+        return dict(self.options.get("params") or {})
+
+    @property
+    def binding(self) -> dict[str, str]:
+        return dict(self.options.get("binding") or {})
+
+    @property
+    def micro_batches(self) -> int:
+        return int(self.options.get("micro_batches") or 1)
+
+    @property
+    def dataparallel(self) -> dict[str, Any]:
+        """Data-parallel settings (workers, slowdowns, backend); {} for other runners."""
+        if not self.is_dataparallel:
+            return {}
+        return {k: self.options[k] for k in ("workers", "slowdowns", "backend")
+                if k in self.options}
+
+    @property
+    def runner_label(self) -> str:
+        from webapp.jobs import runners  # the registry imports this module
+
+        runner = runners.RUNNERS.get(self.runner)
+        return runner.label if runner else self.runner
+
+    @property
     def flushed_throughput(self) -> float | None:
         """For a pipeline run whose sync mode drains every mini-batch (`bsp`) of a multi-stage
         plan, the estimate with the stages taking turns: that, not `predicted_throughput`, is
-        what such a run can reach. None where it does not apply."""
-        if self.is_dataparallel:
-            return None
-        plan = Plan.from_dict(self.plan)
-        most = sync.bound(plan, self.sync_mode)
-        if not most or not plan.throughput:
-            return None
-        # Scaled like the job's own estimate (it may be for another batch size).
-        return self.predicted_throughput * most / plan.throughput
+        what such a run can reach. None where it does not apply (the job's runner says)."""
+        from webapp.jobs import runners
+
+        runner = runners.RUNNERS.get(self.runner)
+        return runner.flushed_throughput(self) if runner else None
 
     @property
     def active(self) -> bool:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from django.apps import apps
@@ -13,6 +12,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from heterps_core.plan import Plan
+from heterps_core.runtime.compile import whole_steps
 from webapp.jobs import services
 from webapp.jobs.forms import ApproveForm
 from webapp.jobs.models import Job
@@ -24,7 +24,7 @@ PLAN_RESULT_MODEL = ("planning", "PlanResult")
 
 def job_list(request: HttpRequest) -> HttpResponse:
     jobs = visible(request.user, Job.objects.select_related("project", "work")).defer(
-        "plan", "log", "summary", "binding", "sync_params"
+        "plan", "log", "summary", "options"
     )
     page = Paginator(jobs, 50).get_page(request.GET.get("page"))
     return render(request, "jobs/list.html", {"page": page, "jobs": page.object_list})
@@ -40,8 +40,7 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
         "series": series,
         "can_edit": can(request.user, job.project_id, Action.EDIT),
     }
-    if job.is_dataparallel:
-        context.update(services.dataparallel_view(job, series))
+    context.update(services.page(job, series))
     return render(request, "jobs/detail.html", context)
 
 
@@ -117,5 +116,4 @@ def _plan_result(request: HttpRequest, pk: int) -> Any:
 def _initial(source: services.PlanSource) -> dict[str, Any]:
     """Steps: about 40, rounded up to whole rounds of every stage's replicas."""
     units = [s.get("units") or 1 for s in source.plan.get("stages", [])]
-    rounds = math.lcm(*units) if units else 1
-    return {"steps": rounds * math.ceil(40 / rounds), "batch_size": source.batch_size}
+    return {"steps": whole_steps(units), "batch_size": source.batch_size}

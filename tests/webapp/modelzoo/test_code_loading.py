@@ -61,15 +61,15 @@ def test_a_stored_file_reference_is_never_run_or_profiled(
 ) -> None:
     """Rows written before this check (or straight into the database) are refused too, at
     the one door every run and profile goes through."""
-    from webapp.jobs.runconfig import run_config
+    from webapp.jobs.models import Job
+    from webapp.jobs.runners.pipeline import run_config
     from webapp.jobs.samples import ctr_plan
 
     reference, mark = trap
-    fields = {"plan": ctr_plan(), "model_name": reference, "model_size": "tiny", "steps": 1,
-              "batch_size": 8, "seed": 0, "lr": 0.1, "micro_batches": 1, "sync_mode": "bsp",
-              "binding": {}}
+    job = Job(plan=ctr_plan(), model_name=reference, model_size="tiny", steps=1, batch_size=8,
+              seed=0, lr=0.1, options={"micro_batches": 1, "sync": "bsp", "binding": {}})
     with pytest.raises(ValidationError) as caught:
-        run_config(fields)
+        run_config(job)
     assert "model_name" in caught.value.message_dict
     model = RegisteredModel.objects.create(project=personas.project, name="m",
                                            source=Source.ZOO, zoo_name="x.py:Evil")

@@ -1,4 +1,4 @@
-"""Runs a data-parallel job with heterps_core.dataparallel and turns its events into samples.
+"""Down-sampling a data-parallel run's events into job samples.
 
 The trainer emits one event per local step; storing each would be thousands of rows. The
 `Sampler` keeps per-worker state and hands a sample (a `JobMetric`-shaped dict whose
@@ -15,8 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from heterps_core import zoo
-from heterps_core.dataparallel import TrainEvent, TrainResult, modes, train
+from heterps_core.dataparallel import TrainEvent
 from heterps_core.dataparallel.events import (
     EvalEvent,
     PhaseEvent,
@@ -25,8 +24,6 @@ from heterps_core.dataparallel.events import (
     StepEvent,
     StragglerEvent,
 )
-from webapp.jobs import dataparallel
-from webapp.jobs.models import Job
 
 SAMPLES_PER_RUN = 40  # about this many stored samples per run, whatever its length
 WINDOW = 10  # step times per worker in the rolling median (the detector's default window)
@@ -147,29 +144,3 @@ class Sampler:
     def _phase(self) -> str:
         phases = [w.phase for w in self.workers if w.phase]
         return phases[-1] if phases else ""
-
-
-def train_job(job: Job, emit: Emit, cancel: Callable[[], bool]) -> tuple[TrainResult, int]:
-    """Train the job's model with its sync mode; `emit` gets the down-sampled samples.
-    Returns the trainer's result and the number of samples trained on."""
-    model = zoo.get(job.model_name)
-    config = dataparallel.train_config(job.dataparallel, job.steps, job.batch_size, job.lr,
-                                       job.seed)
-    sampler = Sampler(config.workers, job.steps, job.predicted_cost_per_hour, emit)
-    result = train(model, model.config(job.model_size), modes.create(job.sync_mode,
-                   job.sync_params), config, metrics=sampler, cancel=cancel)
-    sampler.flush()
-    return result, sampler.samples
-
-
-def summary(result: TrainResult, samples: int, cost_per_hour: float) -> dict[str, Any]:
-    """The trainer's stored result plus the figures every job summary shows."""
-    data = result.to_dict()
-    evals = data["evals"]
-    data.update({
-        "steps": data["global_steps"], "elapsed_s": data["time_s"],
-        "throughput": samples / data["time_s"] if data["time_s"] > 0 else 0.0,
-        "cost": cost_per_hour * data["time_s"] / 3600,
-        "final_loss": evals[-1]["loss"] if evals else None,
-    })
-    return data

@@ -1,0 +1,171 @@
+"""The data-parallel runner: trains the plan's model on N workers with a sync mode of
+`heterps_core.dataparallel` (emulated time, or one process per worker).
+
+Options (the core's names): `mode` and its `params` (defaults filled in by the mode itself),
+and `TrainConfig`'s `workers`, `slowdowns` and `backend`. The core validates all of them;
+its `DataParallelError` fields are kept (`mode.ssp.staleness`) or put under `dataparallel.`
+(`dataparallel.slowdowns`), the option group a person set them in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from django.core.exceptions import ValidationError
+
+from heterps_core import zoo
+from heterps_core.dataparallel import DataParallelError, TrainConfig, modes, train
+from heterps_core.dataparallel.config import BACKENDS
+from heterps_core.errors import HeterPSError
+from heterps_core.plan import Plan
+from webapp.background.context import WorkCancelled
+from webapp.jobs import records
+from webapp.jobs.models import Job
+from webapp.jobs.options import DATAPARALLEL, PlanSource, RunOptions
+from webapp.jobs.runners.base import JobRunner, RunContext
+from webapp.jobs.runners.sampler import Sampler
+
+DEFAULT_WORKERS = 3
+MAX_WORKERS = 64
+SETTINGS = ("workers", "slowdowns", "backend")  # the options that are TrainConfig's
+
+
+def schemas() -> list[dict[str, Any]]:
+    """Every registered sync mode: name, summary and the JSON schema of its parameters."""
+    return modes.schemas()
+
+
+def mode_choices() -> list[tuple[str, str]]:
+    return [(s["name"], f"{s['name']}: {s['summary']}") for s in schemas()]
+
+
+def backend_choices() -> list[tuple[str, str]]:
+    labels = {"emulated": "emulated: one process, emulated time (repeatable)",
+              "process": "process: one OS process per worker, wall-clock time"}
+    return [(name, labels.get(name, name)) for name in BACKENDS]
+
+
+def parse_slowdowns(text: str) -> tuple[float, ...]:
+    """'1, 1, 4' -> (1.0, 1.0, 4.0); blank means every worker at full speed."""
+    parts = [p.strip() for p in text.replace(";", ",").split(",") if p.strip()]
+    try:
+        return tuple(float(p) for p in parts)
+    except ValueError:
+        raise ValidationError({"dataparallel.slowdowns": (
+            f"must be numbers separated by commas, e.g. 1,1,4; got {text!r}")}) from None
+
+
+def train_config(options: Mapping[str, Any], steps: int, batch_size: int, lr: float,
+                 seed: int) -> TrainConfig:
+    try:
+        return TrainConfig(
+            workers=options["workers"], slowdowns=tuple(options.get("slowdowns") or ()),
+            backend=options.get("backend", "emulated"), max_steps=steps,
+            batch_size=batch_size, lr=lr, seed=seed,
+        )
+    except DataParallelError as exc:
+        field = exc.field if exc.field.startswith("mode") else f"dataparallel.{exc.field}"
+        raise ValidationError({field: exc.problem}) from exc
+
+
+class DataParallelRunner(JobRunner):
+    name = DATAPARALLEL
+    label = "data-parallel run of the plan's model"
+    script = "js/job_dataparallel.js"
+
+    def clean(self, options: RunOptions, source: PlanSource, plan: Plan) -> dict[str, Any]:
+        try:
+            params = dict(modes.create(options.sync_mode, options.sync_params or {}).p)
+        except DataParallelError as exc:
+            raise ValidationError({exc.field: exc.problem}) from exc
+        given = options.dataparallel or {}
+        slowdowns = given.get("slowdowns") or ()
+        if isinstance(slowdowns, str):
+            slowdowns = parse_slowdowns(slowdowns)
+        elif not isinstance(slowdowns, list | tuple):
+            raise ValidationError({"dataparallel.slowdowns": (
+                f"must be a list of factors or text like 1,1,4; got {slowdowns!r}")})
+        stored: dict[str, Any] = {
+            "mode": options.sync_mode, "params": params,
+            "workers": given.get("workers", DEFAULT_WORKERS), "slowdowns": list(slowdowns),
+            "backend": given.get("backend", "emulated"),
+        }
+        assert options.batch_size is not None
+        train_config(stored, options.steps, options.batch_size, options.lr, options.seed)
+        stored["slowdowns"] = [float(s) for s in stored["slowdowns"]]  # checked numbers by now
+        return stored
+
+    def describe(self, job: Job) -> str:
+        dp = job.dataparallel
+        slow = ",".join(f"{s:g}" for s in dp.get("slowdowns") or []) or "none"
+        return (f"{job.model_name} ({job.model_size}) data-parallel, {job.steps} steps of "
+                f"{job.batch_size} per worker, sync {job.sync_mode} {job.sync_params}, "
+                f"{dp.get('workers')} workers, slowdowns {slow}, backend {dp.get('backend')}")
+
+    def execute(self, job: Job, run: RunContext) -> dict[str, Any]:
+        """The job's model trained data-parallel; its down-sampled samples are stored and
+        published exactly like the runtime's."""
+        options = job.options
+        run.log(f"data-parallel {job.sync_mode} on {options.get('workers')} workers "
+                f"({options.get('backend')} backend)")
+        switch_logged = False
+
+        def emit(sample: dict[str, Any]) -> None:
+            nonlocal switch_logged
+            if sample.get("switch") and not switch_logged:
+                switch_logged = True
+                s = sample["switch"]
+                run.log(f"{s['previous']} -> {s['phase']} at {s['time_s']:.4f} s, "
+                        f"step {s['global_step']} ({s['reason']})")
+            run.store(sample)
+
+        model = zoo.get(job.model_name)
+        config = train_config(options, job.steps, job.batch_size, job.lr, job.seed)
+        sampler = Sampler(config.workers, job.steps, job.predicted_cost_per_hour, emit)
+        try:
+            result = train(model, model.config(job.model_size),
+                           modes.create(options["mode"], options["params"]), config,
+                           metrics=sampler, cancel=run.stop)
+            sampler.flush()
+        except HeterPSError as exc:
+            records.log(job.pk, f"run {run.run} failed: {exc}")
+            raise
+        if result.stopped == "cancelled":
+            run.log(f"cancelled at step {result.global_steps}")
+            raise WorkCancelled("cancelled")
+        summary = result.to_dict()
+        evals, elapsed = summary["evals"], summary["time_s"]
+        summary.update({
+            "steps": summary["global_steps"], "elapsed_s": elapsed,
+            "throughput": sampler.samples / elapsed if elapsed > 0 else 0.0,
+            "cost": job.predicted_cost_per_hour * elapsed / 3600,
+            "final_loss": evals[-1]["loss"] if evals else None,
+        })
+        unit = self._time_unit(job)
+        loss = "-" if summary["final_loss"] is None else f"{summary['final_loss']:.4f}"
+        records.finish_run(
+            job.pk, summary,
+            f"run {run.run} finished: {summary['steps']} steps in {elapsed:.3f} {unit}, "
+            f"{summary['throughput']:.1f} samples/s, held-out loss {loss}",
+        )
+        return summary
+
+    def page(self, job: Job, series: list[dict[str, Any]]) -> dict[str, Any]:
+        """The latest sample's per-worker rows, phase and switch time, for the server-rendered
+        job page (the script takes over with live samples)."""
+        workers = [
+            dict(w, bytes_mb=(w.get("bytes_sent") or 0) / 1e6,
+                 step_time_ms=None if w.get("step_time_s") is None else w["step_time_s"] * 1000)
+            for w in (series[-1]["stages"] if series else [])
+        ]
+        last = {"phase": workers[-1]["phase"] if workers else "",
+                "switch_s": workers[-1].get("switch_s") if workers else None}
+        unit = self._time_unit(job)
+        return {**super().page(job, series), "dp_workers": workers, "dp_last": last,
+                "dp_time_unit": unit, "estimate_note": " (pipeline)",
+                "throughput_label": "wall clock" if unit == "s" else "emulated clock"}
+
+    @staticmethod
+    def _time_unit(job: Job) -> str:
+        return "emulated s" if job.options.get("backend", "emulated") == "emulated" else "s"

@@ -1,0 +1,180 @@
+"""The pipeline runner: executes a job's plan with `heterps_core.runtime` (one process per
+stage replica, the parameter server, agents on other machines for `remote` types).
+
+Options (the runtime's names): `sync` (the runtime's sync registry), `binding` (resource
+type -> target text, only the types a person named; the others run on one local CPU
+thread) and `micro_batches`. The runtime's compile step validates them; on top of it the
+binding is checked against where it would run: a `remote` type needs a worker agent that
+could serve it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+
+from heterps_core.errors import HeterPSError, InstanceError
+from heterps_core.plan import Plan
+from heterps_core.runtime import Launcher, RunCancelled, RunConfig, TrainSettings, sync
+from heterps_core.runtime.binding import Target, parse_binding
+from heterps_core.runtime.compile import compile_run, coordinator_host, default_micro_batches
+from webapp.background.context import WorkCancelled
+from webapp.jobs import records
+from webapp.jobs.models import Job
+from webapp.jobs.options import PIPELINE, PlanSource, RunOptions
+from webapp.jobs.runners.base import JobRunner, RunContext
+from webapp.modelzoo import loading
+from workers import agents
+
+TARGETS_HELP = "cpu, cpu:THREADS, cuda:N, remote or remote:cuda"
+
+
+def sync_mode_choices() -> list[tuple[str, str]]:
+    """The runtime's registered sync modes, with their one-line summaries."""
+    return [(name, f"{name}: {sync.get(name).summary}") for name in sync.names()]
+
+
+def log_dir(job_id: int, run: int) -> Path:
+    return Path(settings.VAR_DIR) / "jobs" / str(job_id) / f"run-{run}"
+
+
+def run_config(job: Job, log_path: Path | None = None) -> RunConfig:
+    """The runtime's config of a job (or of a job about to be created)."""
+    # The runtime imports what it is named: only zoo names and allow-listed factories.
+    model = loading.runnable(job.model_name)
+    plan = Plan.from_dict(job.plan)
+    options = job.options
+    binding = parse_binding(_binding_text(options.get("binding") or {}), _resources(plan))
+    return RunConfig(
+        plan=plan,
+        train=TrainSettings(
+            model=model, size=job.model_size, steps=job.steps, batch_size=job.batch_size,
+            seed=job.seed, lr=job.lr, micro_batches=int(options["micro_batches"]),
+            sync=str(options["sync"]),
+        ),
+        binding=binding,
+        log_dir=str(log_path) if log_path else None,
+        host=coordinator_host(binding),
+    )
+
+
+class PipelineRunner(JobRunner):
+    name = PIPELINE
+    label = "pipeline run of the plan"
+    error_fields = {"sync": "sync_mode", "bind": "binding", "model": "model_name",
+                    "size": "model_size"}
+
+    def clean(self, options: RunOptions, source: PlanSource, plan: Plan) -> dict[str, Any]:
+        given = options.binding or {}
+        blank = [name for name, target in given.items() if not str(target).strip()]
+        if blank:
+            raise ValidationError({f"binding.{name}": f"choose where it runs: {TARGETS_HELP}"
+                                   for name in blank})
+        stored = {
+            "sync": options.sync_mode,
+            "binding": {name: str(target).strip() for name, target in given.items()},
+            "micro_batches": options.micro_batches or default_micro_batches(len(plan.stages)),
+        }
+        draft = Job(plan=source.plan, model_name=source.model_name, model_size=source.model_size,
+                    steps=options.steps, batch_size=options.batch_size or 0, lr=options.lr,
+                    seed=options.seed, runner=self.name, options=stored)
+        try:
+            config = run_config(draft)
+            compile_run(config)
+        except InstanceError as exc:
+            raise self.invalid(exc) from exc
+        _check_agents(config.binding)
+        return stored
+
+    def describe(self, job: Job) -> str:
+        binding = ", ".join(f"{k}={v}" for k, v in job.binding.items()) or "all on local cpu"
+        return (f"{job.model_name} ({job.model_size}), {job.steps} steps of {job.batch_size}, "
+                f"sync {job.sync_mode}, binding {binding}")
+
+    def flushed_throughput(self, job: Job) -> float | None:
+        plan = Plan.from_dict(job.plan)
+        most = sync.bound(plan, job.sync_mode)
+        if not most or not plan.throughput:
+            return None
+        # Scaled like the job's own estimate (it may be for another batch size).
+        return job.predicted_throughput * most / plan.throughput
+
+    def execute(self, job: Job, run: RunContext) -> dict[str, Any]:
+        launcher = Launcher(
+            run_config(job, log_dir(job.pk, run.run)),
+            sink=lambda sample: run.store(sample.to_dict()),
+            cancel=run.work.stop,  # set on cancel, server shutdown or a lost lease
+        )
+        run.log(f"starting {len(launcher.spec.ranks)} processes")
+        try:
+            launcher.start()
+            _dispatch_remote_agents(launcher, run)
+            result = launcher.wait()
+        except RunCancelled as exc:
+            run.log(str(exc))
+            raise WorkCancelled from exc
+        except HeterPSError as exc:
+            records.log(job.pk, f"run {run.run} failed: {exc}")
+            raise
+        summary = {
+            "steps": result.steps,
+            "start_step": result.start_step,
+            "throughput": result.throughput,
+            "elapsed_s": result.elapsed_s,
+            "cost": result.cost,
+            "final_loss": result.final_loss,
+            "binding": result.binding,
+            "checkpoint_step": result.checkpoint_step,
+            "busy_s": {str(k): v for k, v in result.busy_s.items()},
+            "idle_s": {str(k): v for k, v in result.idle_s.items()},
+        }
+        records.finish_run(
+            job.pk, summary,
+            f"run {run.run} finished: {summary['throughput']:.1f} samples/s measured "
+            f"(plan {job.predicted_throughput:.1f}), ${summary['cost']:.4f} accrued",
+        )
+        return summary
+
+
+def _check_agents(binding: dict[str, Target]) -> None:
+    """A `remote` type needs a worker agent: none can join an embedded server, and in
+    production some Celery worker must consume the type's agent queue."""
+    remote = sorted(name for name, target in binding.items() if target.is_remote)
+    if not remote:
+        return
+    if settings.MODE.embedded_worker:
+        raise ValidationError({f"binding.{name}": (
+            f"{binding[name]} needs a worker agent, and this server runs in embedded mode "
+            "(an in-process broker no other machine can reach); bind it to cpu, or run the "
+            "server in production mode with agents") for name in remote})
+    serving = agents.serving(remote)
+    missing = [name for name in remote if name not in serving]
+    if missing:
+        raise ValidationError({f"binding.{name}": (
+            f"{binding[name]} needs a worker agent for {name}, and no worker consumes its "
+            f"queue {agents.queue_for(name)} (start `celery -A workers worker --queues "
+            f"{agents.queue_for(name)}` on a machine that provides it)") for name in missing})
+
+
+def _dispatch_remote_agents(launcher: Launcher, run: RunContext) -> None:
+    """Ask the worker machines that provide the plan's `remote` types to host their stages."""
+    remote = agents.remote_units(launcher.spec)
+    if not remote:
+        return
+    try:
+        agents.dispatch_agents(
+            agents.coordinator_address(launcher.address, launcher.config.host), remote)
+        run.log(f"waiting for agents of {', '.join(remote)}")
+    except Exception as exc:  # broker down: wait() then fails naming the missing types
+        run.log(f"could not enqueue agents: {exc}")
+
+
+def _resources(plan: Plan) -> list[str]:
+    return sorted({s.resource for s in plan.stages})
+
+
+def _binding_text(binding: dict[str, str]) -> str:
+    return ",".join(f"{name}={target}" for name, target in binding.items())
