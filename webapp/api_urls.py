@@ -2,9 +2,9 @@
 
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
-from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
 
+from webapp.accounts.api import ObtainTokenView, TokenViewSet
 from webapp.background.api import WorkViewSet
 from webapp.catalogue.api import ResourceTypeViewSet
 from webapp.costs.api import CostReportView
@@ -26,11 +26,12 @@ router.register("planning-requests", PlanningRequestViewSet, basename="planning-
 router.register("plan-results", PlanResultViewSet, basename="plan-result")
 router.register("rl-training-runs", RLTrainingRunViewSet, basename="rl-training-run")
 router.register("jobs", JobViewSet, basename="job")
+router.register("tokens", TokenViewSet, basename="api-token")
 
 urlpatterns = [
     path("", include(router.urls)),
     path("costs/", CostReportView.as_view(), name="api-costs"),
-    path("token/", obtain_auth_token, name="api-token"),
+    path("token/", ObtainTokenView.as_view(), name="api-sign-in"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
 ]

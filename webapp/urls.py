@@ -2,6 +2,8 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from webapp.accounts.views import LoginView
+
 urlpatterns = [
     path("", include("webapp.dashboard.urls")),
     path("projects/", include("webapp.projects.urls")),
@@ -15,7 +17,8 @@ urlpatterns = [
     path("rl/", include("webapp.rltraining.urls")),
     path("healthz", include("webapp.health.urls")),
     path("api/", include("webapp.api_urls")),
-    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("account/", include("webapp.accounts.urls")),
+    path("login/", LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
 ]

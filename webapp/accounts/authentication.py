@@ -1,0 +1,54 @@
+"""`Authorization: Token KEY` for the API: personal tokens (webapp.accounts.models.ApiToken),
+checked for expiry and revocation; guessing keys is throttled per address like passwords.
+
+Keys made by DRF's authtoken before personal tokens existed still work until they are
+`LEGACY_DAYS` old or the user changes their password.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.apps import apps
+from django.utils import timezone
+from rest_framework import exceptions
+from rest_framework.authentication import TokenAuthentication
+from rest_framework.request import Request
+
+from webapp.accounts import services
+
+LEGACY_DAYS = services.DEFAULT_DAYS
+
+
+class ApiTokenAuthentication(TokenAuthentication):
+    keyword = "Token"
+
+    def authenticate(self, request: Request) -> tuple[Any, Any] | None:
+        self._address = services.client_address(request.META)
+        return super().authenticate(request)
+
+    def authenticate_credentials(self, key: str) -> tuple[Any, Any]:
+        address = getattr(self, "_address", "")
+        try:
+            services.check_throttle("", address)
+        except services.Throttled as exc:
+            raise exceptions.Throttled(wait=exc.retry_after_s, detail=exc.message) from None
+        user = services.user_for_key(key) or _legacy_user(key)
+        if user is None:
+            services.record_failure("", address)
+            raise exceptions.AuthenticationFailed("Invalid, expired or revoked token.")
+        return user, None
+
+
+def _legacy_user(key: str) -> Any:
+    if not apps.is_installed("rest_framework.authtoken") or len(key) > 40:
+        return None
+    from rest_framework.authtoken.models import Token
+
+    token = Token.objects.select_related("user").filter(key=key).first()
+    if token is None or not token.user.is_active:
+        return None
+    if token.created < timezone.now() - timedelta(days=LEGACY_DAYS):
+        return None
+    return token.user
