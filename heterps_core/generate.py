@@ -15,7 +15,9 @@ lowering keeps the instance feasible; otherwise the instance keeps its generous 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+import numpy as np
 
 from heterps_core.costmodel import evaluate
 from heterps_core.instance import Instance, Layer, Resource
@@ -230,3 +232,84 @@ def _with_count(res: Resource, count: int) -> Resource:
         memory_gb=res.memory_gb,
         network_gbps=res.network_gbps,
     )
+
+
+# Extra resource types beyond the 8 kinds above: the same hardware in another region or
+# price tier (a few percent apart in price and speed), as a real multi-cloud price list has.
+MAX_STRESS_RESOURCES = 2 * MAX_RESOURCES
+
+
+def stress_instance(
+    seed: int, n_layers: int, n_resources: int, caps: bool = True, scale: float = 20.0
+) -> Instance:
+    """A large-unit-count instance for the exact solver's stress grid (issue 18).
+
+    The target and every count are `scale` x those of `random_instance`, so stages need tens
+    to hundreds of units; with `caps`, the two resources the uncapped optimum spends most on
+    get 60-85% of the units it uses (kept only where a quick plan still fits every cap), so
+    the caps bind on large counts. Up to 16 resource types: types 9..16 are region/price-tier
+    variants of the first eight. The caps are chosen without the exact solver, so generating
+    stays fast however hard the instance is to solve.
+    """
+    from heterps_core.schedulers.chain_dp import uncapped_optimum
+    from heterps_core.schedulers.exact_ilp import capped_upper_bound
+    from heterps_core.schedulers.stagetable import StageTable
+
+    if not 1 <= n_resources <= MAX_STRESS_RESOURCES:
+        raise ValueError(f"n_resources must be in 1..{MAX_STRESS_RESOURCES}, got {n_resources}")
+    base = random_instance(seed, n_layers, min(n_resources, MAX_RESOURCES))
+    rng = random.Random(f"heterps-stress-{seed}-{n_layers}-{n_resources}-{caps}")
+    inst = base.with_target(round(base.throughput_target * scale, 1))
+    inst = inst.replace(
+        resources=tuple(_with_count(r, int(r.count * scale)) for r in inst.resources)
+    )
+    if n_resources > MAX_RESOURCES:
+        inst = _add_variants(rng, inst, n_resources - MAX_RESOURCES)
+    inst = inst.replace(name=f"stress-s{seed}-L{n_layers}-R{n_resources}" + (
+        "-caps" if caps else ""))
+    if not caps:
+        return Instance.from_dict(inst.to_dict())
+    table = StageTable(inst)
+    runs = uncapped_optimum(table)
+    if runs is None:
+        return Instance.from_dict(inst.to_dict())
+    used: dict[str, float] = {}
+    for first, last, res in runs:
+        stages = table.by_resource[table.resources.index(res)]
+        used[res] = used.get(res, 0) + int(stages.units[first, last])
+    spend = sorted(used, key=lambda r: -used[r] * inst.resource(r).price_per_hour)
+    capped = 0
+    for name in spend:
+        if capped == 2 or used[name] < 4:
+            continue
+        count = max(1, int(used[name] * rng.uniform(0.6, 0.85)))
+        trial = inst.replace(resources=tuple(
+            _with_count(r, count) if r.name == name else r for r in inst.resources))
+        if np.isfinite(capped_upper_bound(StageTable(trial))):
+            inst, capped = trial, capped + 1
+    return Instance.from_dict(inst.to_dict())
+
+
+def _add_variants(rng: random.Random, inst: Instance, extra: int) -> Instance:
+    resources = list(inst.resources)
+    originals = list(inst.resources)
+    speed: dict[str, tuple[str, float]] = {}
+    for k in range(extra):
+        src = originals[k % len(originals)]
+        name = f"{src.name}-b{k // len(originals) + 1}"
+        factor = rng.uniform(0.9, 1.1)
+        speed[name] = (src.name, factor)
+        resources.append(Resource(
+            name=name, kind=src.kind,
+            price_per_hour=round(src.price_per_hour * rng.uniform(0.85, 1.2), 3),
+            count=max(1, int(src.count * rng.uniform(0.5, 1.5))),
+            memory_gb=src.memory_gb, network_gbps=src.network_gbps,
+        ))
+    layers = []
+    for layer in inst.layers:
+        compute = dict(layer.compute_s)
+        for name, (src_name, factor) in speed.items():
+            if src_name in layer.compute_s:
+                compute[name] = max(1e-6, round(layer.compute_s[src_name] * factor, 6))
+        layers.append(replace(layer, compute_s=compute))
+    return inst.replace(resources=tuple(resources), layers=tuple(layers))

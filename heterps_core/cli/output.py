@@ -38,6 +38,7 @@ def format_plan(instance: Instance, plan: Plan) -> str:
         + (f"   total ${plan.total_cost:,.2f} for {plan.hours:,.2f} h (estimate)"
            if plan.total_cost is not None and plan.hours is not None else "")
     )
+    lines += [f"note: {note}" for note in plan.notes]
     return "\n".join(lines)
 
 

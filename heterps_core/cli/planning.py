@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+import time
+from typing import TextIO
 
 from heterps_core.cli import register
 from heterps_core.cli.base import Command
@@ -15,6 +18,7 @@ from heterps_core.cli.output import (
 )
 from heterps_core.errors import HeterPSError, InstanceError
 from heterps_core.instance import Instance
+from heterps_core.progress import Progress, no_progress
 
 ALL = "all"
 
@@ -32,7 +36,13 @@ class PlanCommand(Command):
         )
         parser.add_argument("--seed", type=int, default=0, help="seed for stochastic schedulers")
         parser.add_argument(
-            "--budget-s", type=float, default=None, help="time budget in seconds, if it applies"
+            "--budget-s", type=float, default=None,
+            help="time budget in seconds, if it applies (exact: default 60, 'inf' for none; "
+                 "when reached, the best plan found and its certified gap)",
+        )
+        parser.add_argument(
+            "--progress", action=argparse.BooleanOptionalAction, default=None,
+            help="scheduler progress on stderr (default: on a terminal only)",
         )
         parser.add_argument(
             "--pretrained", action="store_true", help="rl: plan with the shipped policy"
@@ -62,7 +72,11 @@ class PlanCommand(Command):
                    "policy_only": args.policy_only, "from_scratch": args.from_scratch}
         if args.scheduler == ALL:
             return _plan_all(instance, options, args.json)
-        plan = create(args.scheduler, **options).plan(instance)
+        show = sys.stderr.isatty() if args.progress is None else args.progress
+        report = SolverProgress(sys.stderr) if show else no_progress
+        plan = create(args.scheduler, **options).plan(instance, report)
+        if isinstance(report, SolverProgress):
+            report.close()
         if args.explain:
             from heterps_core.explain import explain
 
@@ -76,6 +90,36 @@ class PlanCommand(Command):
             return 0
         print_plan(instance, plan, as_json=args.json)
         return 0
+
+
+class SolverProgress:
+    """A scheduler's progress on stderr: one live line on a terminal, else a line per phase
+    and at most one every LOG_EVERY_S seconds within a phase (logs, CI)."""
+
+    LOG_EVERY_S = 1.0
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.live = stream.isatty()
+        self.started = time.perf_counter()
+        self._logged_at = -self.LOG_EVERY_S
+        self._phase = ""
+
+    def __call__(self, progress: Progress) -> None:
+        elapsed = time.perf_counter() - self.started
+        text = f"[{elapsed:6.1f} s] {progress.message}"
+        phase = progress.message.split(";")[0]
+        if self.live:
+            self.stream.write("\r" + text[:150].ljust(150))
+        elif (phase != self._phase or elapsed - self._logged_at >= self.LOG_EVERY_S
+              or progress.fraction >= 1):
+            self.stream.write(text + "\n")
+            self._logged_at, self._phase = elapsed, phase
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.live:
+            self.stream.write("\n")
 
 
 def _plan_all(instance: Instance, options: dict[str, object], as_json: bool) -> int:

@@ -16,59 +16,59 @@ Run = tuple[int, int, str]  # (first layer, last layer, resource)
 
 
 def uncapped_optimum(table: StageTable, banned: frozenset[str] = frozenset()) -> list[Run] | None:
-    """The DP. Values are (cost, min throughput) compared as the objective does."""
+    """The DP. Values are (cost, min throughput) compared as the objective does.
+
+    One step per last layer j, vectorised over the resources: the stage costs of every first
+    layer i <= j on every resource are one contiguous block of `table.cost_packed`.
+    """
     n, names = table.n_layers, table.resources
     n_res = len(names)
-    stage_cost = [
-        np.full_like(s.cost, np.inf) if s.resource in banned else s.cost for s in table.by_resource
-    ]
-    best_cost = np.full((n, n_res), np.inf)
-    best_thr = np.zeros((n, n_res))
+    ban = np.array([r in banned for r in names])
+    others = ~np.eye(n_res, dtype=bool)  # others[r, q]: q may precede a stage on r
+    # excl[i, r]: best prefix 0..i-1 whose last stage is NOT on r (excl[0]: the empty prefix)
+    excl_cost = np.full((n + 1, n_res), np.inf)
+    excl_thr = np.zeros((n + 1, n_res))
+    excl_from = np.zeros((n + 1, n_res), dtype=np.int64)
+    excl_cost[0], excl_thr[0] = 0.0, np.inf
     back_first = np.zeros((n, n_res), dtype=np.int64)
-    # excl[j, r]: best prefix 0..j whose last stage is NOT on r (stages must be maximal runs)
-    excl_cost = np.full((n, n_res), np.inf)
-    excl_thr = np.zeros((n, n_res))
-    excl_from = np.zeros((n, n_res), dtype=np.int64)
+    best_cost = np.full(n_res, np.inf)
+    best_thr = np.zeros(n_res)
+    rows = np.arange(n_res)
     for j in range(n):
-        for r, stages in enumerate(table.by_resource):
-            prev_cost = np.empty(j + 1)
-            prev_thr = np.empty(j + 1)
-            prev_cost[0], prev_thr[0] = 0.0, np.inf
-            prev_cost[1:] = excl_cost[:j, r]
-            prev_thr[1:] = excl_thr[:j, r]
-            cost = prev_cost + stage_cost[r][: j + 1, j]
-            thr = np.minimum(prev_thr, stages.throughput[: j + 1, j])
-            i = _lexicographic_best(cost, thr)
-            if i is not None:
-                best_cost[j, r], best_thr[j, r], back_first[j, r] = cost[i], thr[i], i
-        for r in range(n_res):
-            others = [q for q in range(n_res) if q != r]
-            q = _lexicographic_best(best_cost[j, others], best_thr[j, others])
-            if q is not None:
-                excl_cost[j, r] = best_cost[j, others[q]]
-                excl_thr[j, r] = best_thr[j, others[q]]
-                excl_from[j, r] = others[q]
-    last_r = _lexicographic_best(best_cost[n - 1], best_thr[n - 1])
-    if last_r is None:
+        cols = table.ending_at(j)
+        cost = table.cost_packed[:, cols] + excl_cost[: j + 1].T
+        cost[ban] = np.inf
+        thr = np.minimum(table.throughput_packed[:, cols], excl_thr[: j + 1].T)
+        first, ok = _best_along_last_axis(cost, thr)
+        best_cost = np.where(ok, cost[rows, first], np.inf)
+        best_thr = np.where(ok, thr[rows, first], 0.0)
+        back_first[j] = first
+        prev, ok = _best_along_last_axis(
+            np.where(others, best_cost[None, :], np.inf), np.where(others, best_thr[None, :], 0.0)
+        )
+        excl_cost[j + 1] = np.where(ok, best_cost[prev], np.inf)
+        excl_thr[j + 1] = np.where(ok, best_thr[prev], 0.0)
+        excl_from[j + 1] = prev
+    last, ok = _best_along_last_axis(best_cost[None, :], best_thr[None, :])
+    if not ok[0]:
         return None
     runs: list[Run] = []
-    j, r = n - 1, last_r
+    j, r = n - 1, int(last[0])
     while j >= 0:
         i = int(back_first[j, r])
         runs.append((i, j, names[r]))
-        if i > 0:
-            r = int(excl_from[i - 1, r])
+        r = int(excl_from[i, r])
         j = i - 1
     runs.reverse()
     return runs
 
 
-def _lexicographic_best(cost: np.ndarray, thr: np.ndarray) -> int | None:
-    """Index of the lowest cost; among costs equal to it (relative 1e-9), the highest thr."""
-    if cost.size == 0:
-        return None
-    low = float(cost.min())
-    if not np.isfinite(low):
-        return None
-    tied = cost - low <= np.maximum(REL_TOL * np.abs(cost), 1e-12)
-    return int(np.argmax(np.where(tied, thr, -np.inf)))
+def _best_along_last_axis(cost: np.ndarray, thr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: the column of lowest cost; among costs equal to it (relative 1e-9), the
+    highest thr. `ok` is False where the row has no finite cost."""
+    low = cost.min(axis=1)
+    ok = np.isfinite(low)
+    with np.errstate(invalid="ignore"):  # inf - inf in rows nothing reaches
+        tied = cost - low[:, None] <= np.maximum(REL_TOL * np.abs(cost), 1e-12)
+    tied &= np.isfinite(cost)
+    return np.argmax(np.where(tied, thr, -np.inf), axis=1), ok

@@ -12,19 +12,34 @@
 
 from __future__ import annotations
 
-from heterps_core.costmodel import evaluate, infeasible_plan
+import math
+import time
+
+from heterps_core.costmodel import REL_TOL, evaluate, infeasible_plan
 from heterps_core.instance import Instance
 from heterps_core.plan import Plan
 from heterps_core.progress import Progress, ProgressCallback
 from heterps_core.schedulers.base import Scheduler
-from heterps_core.schedulers.capacity_dp import capped_dp, usage_states
+from heterps_core.schedulers.capacity_dp import (
+    BudgetReached,
+    capped_dp,
+    dp_bytes,
+    dp_work,
+    usage_states,
+)
 from heterps_core.schedulers.chain_dp import Run, uncapped_optimum
+from heterps_core.schedulers.exact_bounds import CapBounds, cap_bounds
 from heterps_core.schedulers.exact_ilp import capped_optimum
 from heterps_core.schedulers.registry import register
 from heterps_core.schedulers.stagetable import StageTable
 
-# Largest layers x resources x usage states the capacity DP may allocate (6 arrays of this).
-MAX_DP_CELLS = 4_000_000
+# `heterps plan` and the web give `exact` this budget unless told otherwise; when it runs out
+# the plan is the best one found, labelled with its certified gap (never called optimal).
+DEFAULT_BUDGET_S = 60.0
+# The capacity DP runs when its work (kept stages x usage states) and memory stay below
+# these; beyond them the integer programme is faster (measured: docs/benchmarks/planners.md).
+MAX_DP_WORK = 3e8
+MAX_DP_BYTES = 1.5e9
 
 
 @register
@@ -33,7 +48,8 @@ class ExactScheduler(Scheduler):
     summary = "Provably cheapest plan: DP over (prefix, last resource[, units used])."
 
     def solve(self, instance: Instance, progress: ProgressCallback) -> Plan:
-        return exact_plan(instance, budget_s=self.budget_s, progress=progress)
+        budget = DEFAULT_BUDGET_S if self.budget_s is None else self.budget_s
+        return exact_plan(instance, budget_s=budget, progress=progress)
 
 
 def exact_plan(
@@ -42,57 +58,176 @@ def exact_plan(
     budget_s: float | None = None,
     progress: ProgressCallback | None = None,
 ) -> Plan:
-    """The optimum of `instance` (or an infeasible plan whose reason says what blocks it)."""
-    table = table or StageTable(instance)
+    """The optimum of `instance` (or an infeasible plan whose reason says what blocks it).
+
+    With `budget_s` (None or inf: no limit), a solve that runs out of time returns the best
+    plan found with a note giving its certified gap, never a plan called optimal.
+    """
+    started = time.perf_counter()
+    deadline = None
+    if budget_s is not None and math.isfinite(budget_s):
+        deadline = started + budget_s
     report = progress or (lambda _: None)
-    n_res = len(table.resources)
-    capped: list[str] = []
-    first_failure = ""
-    for round_no in range(n_res + 1):
-        report(Progress(round_no, n_res + 1, _round_message(capped)))
-        if capped and table.n_layers * n_res * usage_states(table, capped) > MAX_DP_CELLS:
-            return _ilp_plan(table, budget_s, first_failure)
-        runs = capped_dp(table, capped) if capped else uncapped_optimum(table)
+    report(Progress(0, 1, "pricing every candidate stage"))
+    table = table or StageTable(instance)
+    report(Progress(0, 1, "dynamic programme over (prefix, last resource)"))
+    runs = uncapped_optimum(table)
+    if runs is None:
+        return infeasible_plan("exact", uncovered_reason(table))
+    plan = evaluate(instance, _assignment(runs, table.n_layers), "exact", costs=table.costs)
+    overrun = _overrun(table, runs)
+    if not overrun:
+        report(Progress(1, 1, "optimal"))
+        return plan
+    first_failure = f"the cheapest plan without caps fails: {plan.reason}"
+    report(Progress(0, 1, "availability caps bind: bounding the capped optimum"))
+    bounds = cap_bounds(table, deadline=deadline)
+    bounds.lower = max(bounds.lower, _cost(table, runs))
+    report(_bound_progress(bounds, 0, 1, "bounds"))
+    capped = sorted(overrun)
+    capped = _tighten(table, bounds, capped, deadline, report)
+    while True:
+        if deadline is not None and time.perf_counter() > deadline:
+            return _out_of_time(table, bounds, budget_s, first_failure)
+        work, size = dp_work(table, capped, bounds.keep), dp_bytes(table, capped)
+        if work > MAX_DP_WORK or size > MAX_DP_BYTES:
+            return _ilp_plan(table, bounds, deadline, budget_s, first_failure, report)
+        message = _round_message(table, capped)
+
+        def dp_progress(done: int, total: int, message: str = message) -> None:
+            report(_bound_progress(bounds, done, total, message))
+
+        try:
+            runs = capped_dp(table, capped, bounds.keep, deadline, dp_progress)
+        except BudgetReached:
+            return _out_of_time(table, bounds, budget_s, first_failure)
         if runs is None:
-            if not capped:
-                return infeasible_plan("exact", uncovered_reason(table))
             return infeasible_plan(
                 "exact", "no plan fits the availability caps; " + first_failure
             )
-        plan = evaluate(instance, _assignment(runs, table.n_layers), "exact", costs=table.costs)
+        # This round solved a relaxation exactly: its cost is a lower bound too.
+        bounds.lower = max(bounds.lower, _cost(table, runs))
         overrun = _overrun(table, runs)
         if not overrun:
-            report(Progress(n_res + 1, n_res + 1, "optimal"))
-            return plan
-        first_failure = first_failure or f"the cheapest plan without caps fails: {plan.reason}"
+            report(Progress(1, 1, "optimal"))
+            return evaluate(
+                instance, _assignment(runs, table.n_layers), "exact", costs=table.costs
+            )
         capped = sorted(set(capped) | overrun)
-    raise AssertionError("every resource capped, yet a cap was overrun")
 
 
-def _round_message(capped: list[str]) -> str:
-    if not capped:
-        return "dynamic programme over (prefix, last resource)"
-    return "availability caps bind: tracking units of " + ", ".join(capped)
+def _tighten(
+    table: StageTable,
+    bounds: CapBounds,
+    capped: list[str],
+    deadline: float | None,
+    report: ProgressCallback,
+) -> list[str]:
+    """Find a good plan that fits the caps with capped DPs over the most promising stages
+    only (cheap); its cost lowers the upper bound, so the exact DP keeps fewer stages.
+    Returns the resources the searches found binding (the exact DP tracks them from the
+    start)."""
+    for fraction in (0.05, 0.25):
+        if bounds.gap <= 1e-3:
+            break
+        keep = bounds.promising(fraction)
+        while dp_work(table, capped, keep) <= MAX_DP_WORK / 10:
+            try:
+                runs = capped_dp(table, capped, keep, deadline)
+            except BudgetReached:
+                return capped
+            if runs is None:
+                break
+            overrun = _overrun(table, runs)
+            if not overrun:
+                bounds.offer(runs, _cost(table, runs))
+                report(_bound_progress(bounds, 0, 1, "searching the most promising stages"))
+                break
+            capped = sorted(set(capped) | overrun)
+    return capped
+
+
+def _bound_progress(bounds: CapBounds, done: int, total: int, message: str) -> Progress:
+    metrics: dict[str, float] = {"lower_bound_per_hour": bounds.lower}
+    text = f"{message}; no plan below ${bounds.lower:,.3f}/h"
+    if math.isfinite(bounds.upper):
+        metrics["best_per_hour"] = bounds.upper
+        metrics["gap"] = bounds.gap
+        text += f", best found ${bounds.upper:,.3f}/h (gap {100 * bounds.gap:.2f}%)"
+    return Progress(done, total, text, metrics)
+
+
+def _out_of_time(
+    table: StageTable, bounds: CapBounds, budget_s: float | None, first_failure: str
+) -> Plan:
+    """The best plan known when the budget ran out, labelled with its certified gap."""
+    budget = f"the {budget_s:g} s time budget was reached"
+    if bounds.best is None:
+        return infeasible_plan(
+            "exact",
+            f"{budget} before any plan fitting the availability caps was found "
+            f"(not proven infeasible; {first_failure}); raise --budget-s",
+        )
+    plan = evaluate(
+        table.instance, _assignment(bounds.best, table.n_layers), "exact", costs=table.costs
+    )
+    return plan.with_notes(_gap_note(budget, bounds))
+
+
+def _gap_note(why: str, bounds: CapBounds) -> str:
+    if bounds.upper <= bounds.lower * (1 + REL_TOL):
+        return (
+            f"{why}: the cost ${bounds.upper:,.3f}/h is optimal, but a plan of the same cost "
+            "with a higher throughput was not ruled out"
+        )
+    return (
+        f"not proven optimal, gap {100 * bounds.gap:.2f}%: {why}; this plan costs "
+        f"${bounds.upper:,.3f}/h and no plan that fits the caps costs less than "
+        f"${bounds.lower:,.3f}/h"
+    )
+
+
+def _round_message(table: StageTable, capped: list[str]) -> str:
+    states = usage_states(table, capped)
+    return f"availability caps bind: tracking units of {', '.join(capped)} ({states:,} states)"
 
 
 def _overrun(table: StageTable, runs: list[Run]) -> set[str]:
     used: dict[str, int] = {}
     for first, last, res in runs:
-        units = int(table.by_resource[table.resources.index(res)].units[first, last])
+        units = table.stage(table.resources.index(res), first, last)[0]
         used[res] = used.get(res, 0) + units
     return {r for r, u in used.items() if u > table.instance.resource(r).count}
 
 
-def _ilp_plan(table: StageTable, budget_s: float | None, first_failure: str) -> Plan:
-    result = capped_optimum(table, budget_s)
-    if result.runs is None:
+def _cost(table: StageTable, runs: list[Run]) -> float:
+    return sum(table.stage(table.resources.index(res), first, last)[1] for first, last, res in runs)
+
+
+def _ilp_plan(
+    table: StageTable,
+    bounds: CapBounds,
+    deadline: float | None,
+    budget_s: float | None,
+    first_failure: str,
+    report: ProgressCallback,
+) -> Plan:
+    report(_bound_progress(bounds, 0, 1, "integer programme over the kept stages (HiGHS)"))
+    left = None if deadline is None else max(0.1, deadline - time.perf_counter())
+    result = capped_optimum(table, left, bounds.keep)
+    if result.runs is None and result.proven:
         return infeasible_plan("exact", "no plan fits the availability caps; " + first_failure)
-    plan = evaluate(
-        table.instance, _assignment(result.runs, table.n_layers), "exact", costs=table.costs
-    )
-    if not result.proven:
-        plan = plan.with_notes("time budget reached: best plan found, optimality not proven")
-    return plan
+    if result.proven and result.runs is not None:
+        report(Progress(1, 1, "optimal"))
+        return evaluate(
+            table.instance, _assignment(result.runs, table.n_layers), "exact",
+            costs=table.costs,
+        )
+    # Out of time: the better of the ILP's incumbent and the bounds' plan, with the gap.
+    bounds.lower = max(bounds.lower, result.lower)
+    if result.runs is not None and _cost(table, result.runs) < bounds.upper:
+        bounds.best, bounds.upper = result.runs, _cost(table, result.runs)
+    return _out_of_time(table, bounds, budget_s, first_failure)
 
 
 def uncovered_reason(table: StageTable) -> str:

@@ -10,6 +10,7 @@ more than a known capped plan are dropped first: they cannot be in an optimum.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,15 +27,26 @@ Run = tuple[int, int, str]
 class CappedResult:
     runs: list[Run] | None
     proven: bool
+    lower: float = 0.0  # HiGHS's certified bound on the optimal cost
 
 
-def capped_optimum(table: StageTable, budget_s: float | None = None) -> CappedResult:
-    """ILP over candidate stages: a path through layer boundaries 0..L, maximal runs, caps."""
+def capped_optimum(
+    table: StageTable, budget_s: float | None = None, keep: np.ndarray | None = None
+) -> CappedResult:
+    """ILP over candidate stages: a path through layer boundaries 0..L, maximal runs, caps.
+
+    `keep[r, last, first]` restricts the candidates (exact_bounds.py); by default stages
+    that no plan cheaper than a known capped one could contain are dropped here.
+    """
+    started = time.perf_counter()
     # SciPy's optimiser takes ~1 s to import; only this rare path needs it.
     from scipy.optimize import Bounds, LinearConstraint, milp
     from scipy.sparse import coo_matrix
 
-    cands = _candidates(table, capped_upper_bound(table))
+    if keep is not None:
+        cands = _kept(table, keep)
+    else:
+        cands = _candidates(table, capped_upper_bound(table))
     if not cands:
         return CappedResult(None, True)
     n, n_res = table.n_layers, len(table.resources)
@@ -99,13 +111,23 @@ def capped_optimum(table: StageTable, budget_s: float | None = None) -> CappedRe
         cost * scale, constraints=constraints, integrality=integrality,
         bounds=Bounds(0, 1), options=options,
     )
+    dual = getattr(first_solve, "mip_dual_bound", None)
+    lower = float(dual) / scale if dual is not None and np.isfinite(dual) else 0.0
     if first_solve.x is None:
         if first_solve.status == 2:  # infeasible
             return CappedResult(None, True)
+        if first_solve.status == 1:  # time limit before any plan was found
+            return CappedResult(None, False, lower)
         raise SchedulerError(f"exact: integer programme failed ({first_solve.message})")
-    proven = first_solve.status == 0
     chosen = first_solve.x > 0.5
     best = float(cost[chosen].sum())
+    if first_solve.status != 0:  # out of time: the incumbent and HiGHS's bound
+        return CappedResult(_runs(table, cands, chosen), False, lower)
+    if budget_s is not None:
+        left = budget_s - (time.perf_counter() - started)
+        if left <= 0:
+            return CappedResult(_runs(table, cands, chosen), False, best)
+        options["time_limit"] = left
 
     # Tie-break: among plans within 1e-9 of the optimum, maximise the minimum throughput t.
     # t <= thr_c / top + (1 - x_c) for every candidate keeps t below every chosen stage.
@@ -129,12 +151,18 @@ def capped_optimum(table: StageTable, budget_s: float | None = None) -> CappedRe
         objective, constraints=tie_constraints, integrality=np.append(integrality, 0),
         bounds=Bounds(np.zeros(m + 1), np.append(np.ones(m), 1.0)), options=options,
     )
+    proven = second.status == 0
     if second.x is not None:
-        proven = proven and second.status == 0
         chosen = second.x[:m] > 0.5
-    picked = [cands[c] for c in np.flatnonzero(chosen)]
-    picked.sort(key=lambda c: c[0])
-    return CappedResult([(c[0], c[1], table.resources[c[2]]) for c in picked], proven)
+    # The cost is proven either way; `proven` is False if the tie-break was cut short.
+    return CappedResult(_runs(table, cands, chosen), proven, best)
+
+
+def _runs(
+    table: StageTable, cands: list[tuple[int, int, int, int, float, float]], chosen: np.ndarray
+) -> list[Run]:
+    picked = sorted((cands[c] for c in np.flatnonzero(chosen)), key=lambda c: c[0])
+    return [(c[0], c[1], table.resources[c[2]]) for c in picked]
 
 
 def capped_upper_bound(table: StageTable) -> float:
@@ -158,6 +186,18 @@ def capped_upper_bound(table: StageTable) -> float:
             return cost
         banned |= over
     return np.inf
+
+
+def _kept(table: StageTable, keep: np.ndarray) -> list[tuple[int, int, int, int, float, float]]:
+    out: list[tuple[int, int, int, int, float, float]] = []
+    for r in range(len(table.resources)):
+        lasts, firsts = np.nonzero(keep[r] & (table.units_by_last[r] > 0))
+        for j, i in zip(lasts.tolist(), firsts.tolist(), strict=True):
+            out.append(
+                (i, j, r, int(table.units_by_last[r, j, i]), float(table.cost_by_last[r, j, i]),
+                 float(table.throughput_by_last[r, j, i]))
+            )
+    return out
 
 
 def _candidates(

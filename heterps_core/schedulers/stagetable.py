@@ -10,6 +10,7 @@ additions, same tolerance rules), so a stage gets the very units `provision` wou
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import NDArray
@@ -23,7 +24,11 @@ IntArray = NDArray[np.int64]
 
 @dataclass(frozen=True)
 class ResourceStages:
-    """Upper-triangular [first, last] matrices for one resource; units 0 = no such stage."""
+    """Upper-triangular [first, last] matrices for one resource; units 0 = no such stage.
+
+    They are transposed views of the table's `[r, last, first]` arrays, so the column a DP
+    reads (every first layer of stages ending at `last`) is contiguous in memory.
+    """
 
     resource: str
     units: IntArray
@@ -32,24 +37,82 @@ class ResourceStages:
 
 
 class StageTable:
-    """All candidate stages of an instance, per resource."""
+    """All candidate stages of an instance, per resource.
+
+    Computed once, packed: `units_packed[r, p]` (and `cost_packed`, `throughput_packed`) for
+    p = `offset[last] + first`, so the stages ending at one layer (what a DP step reads) are
+    one contiguous slice `[offset[last], offset[last] + last + 1)`. The dense views
+    `cost_by_last[r, last, first]` and `by_resource[r].cost[first, last]` are built on
+    first use (inf / 0 below the diagonal).
+    """
 
     def __init__(self, instance: Instance, costs: ChainCosts | None = None) -> None:
         self.instance = instance
         self.costs = costs or ChainCosts(instance)
-        self.n_layers = len(instance.layers)
+        self.n_layers = n = len(instance.layers)
         self.resources = instance.resource_names
-        self.by_resource = [self._stages_on(r) for r in self.resources]
+        # Stages ordered by (last, first): the layout of one DP step.
+        self._last, self._first = _by_last(n)
+        self.offset = np.concatenate(([0], np.cumsum(np.arange(1, n + 1))))[:n]
+        shape = (len(self.resources), len(self._last))
+        self.units_packed = np.empty(shape, dtype=np.int64)
+        self.cost_packed = np.empty(shape)
+        self.throughput_packed = np.empty(shape)
+        for r, name in enumerate(self.resources):
+            self._stages_on(name, r)
 
-    def _stages_on(self, resource: str) -> ResourceStages:
+    def stage(self, resource: int, first: int, last: int) -> tuple[int, float, float]:
+        """(units, cost, throughput) of stage first..last on resource index `resource`."""
+        p = int(self.offset[last]) + first
+        return (
+            int(self.units_packed[resource, p]),
+            float(self.cost_packed[resource, p]),
+            float(self.throughput_packed[resource, p]),
+        )
+
+    def ending_at(self, last: int) -> slice:
+        """The packed columns of the stages that end at layer `last` (first = 0..last)."""
+        start = int(self.offset[last])
+        return slice(start, start + last + 1)
+
+    @cached_property
+    def units_by_last(self) -> IntArray:
+        return self._dense(self.units_packed, 0)
+
+    @cached_property
+    def cost_by_last(self) -> FloatArray:
+        return self._dense(self.cost_packed, np.inf)
+
+    @cached_property
+    def throughput_by_last(self) -> FloatArray:
+        return self._dense(self.throughput_packed, 0.0)
+
+    @cached_property
+    def by_resource(self) -> list[ResourceStages]:
+        return [
+            ResourceStages(
+                resource=name,
+                units=self.units_by_last[r].T,
+                cost=self.cost_by_last[r].T,
+                throughput=self.throughput_by_last[r].T,
+            )
+            for r, name in enumerate(self.resources)
+        ]
+
+    def _dense(self, packed: np.ndarray, fill: float) -> np.ndarray:
+        n = self.n_layers
+        out = np.full((len(self.resources), n, n), fill, dtype=packed.dtype)
+        out[:, self._last, self._first] = packed
+        return out
+
+    def _stages_on(self, resource: str, r: int) -> None:
         inst, costs, n = self.instance, self.costs, self.n_layers
         res = inst.resource(resource)
         bw = res.bandwidth_bytes_per_s
-        first, last = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
-        upper = first <= last
+        first, last = self._first, self._last
 
         missing = np.asarray(costs._missing[resource])
-        runs = upper & (missing[last + 1] - missing[first] == 0)
+        runs = missing[last + 1] - missing[first] == 0
 
         out_mb = np.array([layer.output_mb for layer in inst.layers])
         t_in = np.empty(n)
@@ -67,11 +130,6 @@ class StageTable:
         sharded_p = np.asarray(costs._sharded_gb)
         fixed = fixed_p[last + 1] - fixed_p[first]
         sharded = sharded_p[last + 1] - sharded_p[first]
-        # Cells below the diagonal are not stages; neutral values keep the searches finite.
-        base = np.where(upper, base, 1.0)
-        sync = np.where(upper, sync, 0.0)
-        fixed = np.where(upper, fixed, 0.0)
-        sharded = np.where(upper, sharded, 0.0)
 
         k_mem = _units_for_memory(fixed, sharded, res.memory_gb)
         k_thr = _units_for_throughput(base, sync, inst.batch_size, inst.throughput_target)
@@ -80,12 +138,15 @@ class StageTable:
         units = np.where(ok, units, 0).astype(np.int64)
         safe_k = np.where(ok, units, 1).astype(np.float64)
         thr = safe_k * inst.batch_size / (base + (safe_k - 1) / safe_k * sync)
-        return ResourceStages(
-            resource=resource,
-            units=units,
-            cost=np.where(ok, units * res.price_per_hour, np.inf),
-            throughput=np.where(ok, thr, 0.0),
-        )
+        self.units_packed[r] = units
+        self.cost_packed[r] = np.where(ok, units * res.price_per_hour, np.inf)
+        self.throughput_packed[r] = np.where(ok, thr, 0.0)
+
+
+def _by_last(n: int) -> tuple[IntArray, IntArray]:
+    """(last, first) of every stage, first <= last, ordered by last then first."""
+    last, first = np.tril_indices(n)
+    return last.astype(np.int64), first.astype(np.int64)
 
 
 def _units_for_memory(fixed: FloatArray, sharded: FloatArray, memory_gb: float) -> IntArray:
@@ -93,22 +154,24 @@ def _units_for_memory(fixed: FloatArray, sharded: FloatArray, memory_gb: float) 
     limit = memory_gb * (1 + REL_TOL)
     room = limit - fixed
     impossible = (room < 0) | ((room == 0) & (sharded > 0))
-    safe_room = np.where(room > 0, room, 1.0)
-    k = np.maximum(1, np.ceil(sharded / safe_room)).astype(np.int64)
-    k = np.where(sharded == 0, 1, k)
-    k = np.where(impossible, 1, k)
-    active = ~impossible & (sharded > 0)
-    while True:
-        down = active & (k > 1) & (fixed + sharded / np.maximum(k - 1, 1) <= limit)
-        if not down.any():
-            break
-        k = np.where(down, k - 1, k)
-    while True:
-        up = active & (fixed + sharded / k > limit)
-        if not up.any():
-            break
-        k = np.where(up, k + 1, k)
-    return np.where(impossible, 0, k)
+    k = np.ones(fixed.shape, dtype=np.int64)
+    # Only stages holding shardable memory need more than one unit for it.
+    idx = np.flatnonzero(~impossible & (sharded > 0))
+    k[idx] = np.maximum(1, np.ceil(sharded[idx] / room[idx])).astype(np.int64)
+    shard_idx = idx
+    idx = idx[k[idx] > 1]
+    while idx.size:
+        down = fixed[idx] + sharded[idx] / (k[idx] - 1) <= limit
+        idx = idx[down]
+        k[idx] -= 1
+        idx = idx[k[idx] > 1]
+    idx = shard_idx
+    while idx.size:
+        up = fixed[idx] + sharded[idx] / k[idx] > limit
+        idx = idx[up]
+        k[idx] += 1
+    k[impossible] = 0
+    return k
 
 
 def _units_for_throughput(
@@ -120,19 +183,20 @@ def _units_for_throughput(
     disc = np.maximum(0.0, qb * qb - 4 * qa * qc)
     k = np.maximum(1, np.ceil((-qb + np.sqrt(disc)) / (2 * qa))).astype(np.int64)
 
-    def theta(units: IntArray) -> FloatArray:
+    def theta(units: IntArray, idx: IntArray) -> FloatArray:
         kf = units.astype(np.float64)
-        return kf * batch_size / (base + (kf - 1) / kf * sync)
+        return kf * batch_size / (base[idx] + (kf - 1) / kf * sync[idx])
 
-    while True:
-        prev = np.maximum(k - 1, 1)
-        down = (k > 1) & (theta(prev) >= need)
-        if not down.any():
-            break
-        k = np.where(down, k - 1, k)
-    while True:
-        up = theta(k) < need
-        if not up.any():
-            break
-        k = np.where(up, k + 1, k)
+    # The closed form is almost always exact; step only the cells where it is not.
+    idx = np.flatnonzero(k > 1)
+    while idx.size:
+        down = theta(k[idx] - 1, idx) >= need
+        idx = idx[down]
+        k[idx] -= 1
+        idx = idx[k[idx] > 1]
+    idx = np.arange(k.size)
+    while idx.size:
+        up = theta(k[idx], idx) < need
+        idx = idx[up]
+        k[idx] += 1
     return k

@@ -85,7 +85,7 @@ def test_equals_brute_with_any_target(seed: int, n_layers: int, scale: float) ->
 
 
 def test_integer_programme_fallback_equals_brute(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(exact_module, "MAX_DP_CELLS", 0)  # force the ILP on every capped case
+    monkeypatch.setattr(exact_module, "MAX_DP_WORK", -1)  # force the ILP on every capped case
     for seed in range(24):
         n_layers, n_res = _small(seed)
         inst = random_instance(500 + seed, n_layers, n_res, caps=True)
