@@ -14,7 +14,8 @@ _TYPES: dict[str, type] = {"int": int, "float": float, "bool": bool}
 
 @dataclass(frozen=True)
 class Param:
-    """One knob of a sync mode. `kind` is "int", "float" or "bool"; bounds are inclusive."""
+    """One knob of a sync mode. `kind` is "int", "float" or "bool"; bounds are inclusive.
+    `name` is what the API and the CLI take; `label` is what a form shows a person."""
 
     name: str
     kind: str
@@ -22,6 +23,11 @@ class Param:
     help: str
     minimum: float | None = None
     maximum: float | None = None
+    label: str = ""
+
+    @property
+    def words(self) -> str:
+        return self.label or self.name.replace("_", " ").capitalize()
 
     def to_schema(self) -> dict[str, Any]:
         """A JSON-schema-like description, enough to generate a form field."""

@@ -76,7 +76,7 @@ class ApproveForm(forms.Form):
             names = []
             for param, spec in schema["params"]["properties"].items():
                 name = param_field_name(schema["name"], param)
-                self.fields[name] = _param_field(param, spec)
+                self.fields[name] = _param_field(param, spec, schema["labels"].get(param, param))
                 names.append(name)
             self.mode_params[schema["name"]] = names
 
@@ -144,10 +144,9 @@ def _form_field(field: str) -> str:
     return field
 
 
-def _param_field(param: str, spec: dict[str, Any]) -> forms.Field:
+def _param_field(param: str, spec: dict[str, Any], label: str) -> forms.Field:
     bounds = [f"{k} {spec[k]:g}" for k in ("minimum", "maximum") if k in spec]
     # Words for people; the parameter's name (what the API and CLI take) in the help text.
-    label = spec.get("title") or param
     help_text = spec.get("description", "")
     if bounds:
         help_text += f" ({', '.join(bounds)}; default {spec['default']})"

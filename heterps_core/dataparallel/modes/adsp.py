@@ -23,7 +23,8 @@ class ADSP(SyncMode):
     name = "adsp"
     summary = "ADSP-style: no waiting; local steps per commit proportional to speed."
     params = (
-        Param("commit_steps", "int", 4, "local steps of the fastest worker per commit", 1, 10000),
+        Param("commit_steps", "int", 4, "local steps of the fastest worker per commit", 1, 10000,
+              label="Steps per commit (fastest worker)"),
     )
 
     def plan_round(self, worker: int, view: SyncView) -> RoundPlan:

@@ -32,16 +32,24 @@ class ASHL(SyncMode):
     name = "ashl"
     summary = "ASHL: speed-proportional async rounds, then bounded-staleness top-k rounds."
     params = (
-        Param("ahl_steps", "int", 16, "AHL: local steps of the fastest worker per round", 1, 10000),
-        Param("shl_steps", "int", 4, "SHL: local steps of the fastest worker per round", 1, 10000),
-        Param("staleness", "int", 3, "SHL: rounds a worker may be ahead of the slowest", 0, 1000),
-        Param("topk_ratio", "float", 0.05, "SHL: fraction of entries each push sends", 1e-6, 1.0),
-        Param("error_feedback", "bool", True, "SHL: carry unsent entries to the next push"),
-        Param("switch_loss", "float", 0.0, "switch below this training loss (0: off)", 0.0, None),
-        Param("plateau_window", "int", 100, "steps per window of the plateau test (0: off)", 0,
-              1_000_000),
-        Param("plateau_delta", "float", 0.01, "relative improvement below which loss plateaus",
-              0.0, 1.0),
+        Param("ahl_steps", "int", 16, "AHL: local steps of the fastest worker per round", 1, 10000,
+              label="Coarse phase: steps per round"),
+        Param("shl_steps", "int", 4, "SHL: local steps of the fastest worker per round", 1, 10000,
+              label="Fine phase: steps per round"),
+        Param("staleness", "int", 3, "SHL: rounds a worker may be ahead of the slowest", 0, 1000,
+              label="Fine phase: staleness bound (rounds)"),
+        Param("topk_ratio", "float", 0.05, "SHL: fraction of entries each push sends", 1e-6, 1.0,
+              label="Fine phase: share of entries sent"),
+        Param("error_feedback", "bool", True, "SHL: carry unsent entries to the next push",
+              label="Fine phase: carry unsent entries over"),
+        Param("switch_loss", "float", 0.0, "switch below this training loss (0: off)", 0.0, None,
+              label="Switch below training loss"),
+        # 50 steps and 5%: every zoo model (tiny, 3 workers, 1/1/4x) switches within its first
+        # 100-150 steps; 100 and 1% switched at step 600 or never (issue 17 item 8).
+        Param("plateau_window", "int", 50, "steps per window of the plateau test (0: off)", 0,
+              1_000_000, label="Plateau test: window (steps)"),
+        Param("plateau_delta", "float", 0.05, "relative improvement below which loss plateaus",
+              0.0, 1.0, label="Plateau test: minimum improvement"),
     )
 
     def __init__(self, **given: object) -> None:

@@ -65,6 +65,8 @@ class SyncMode:
                 "properties": {p.name: p.to_schema() for p in cls.params},
                 "additionalProperties": False,
             },
+            # What a form shows a person for each parameter (the names are for the API).
+            "labels": {p.name: p.words for p in cls.params},
         }
 
     def settings(self) -> Mapping[str, Any]:

@@ -30,7 +30,8 @@ class SSP(SyncMode):
     name = "ssp"
     summary = "Stale-synchronous: like ASP, but no worker runs more than s steps ahead."
     params = (
-        Param("staleness", "int", 3, "steps a worker may be ahead of the slowest", 0, 1000),
+        Param("staleness", "int", 3, "steps a worker may be ahead of the slowest", 0, 1000,
+              label="Staleness bound (steps)"),
     )
 
     def plan_round(self, worker: int, view: SyncView) -> RoundPlan:
@@ -44,7 +45,8 @@ class SSP(SyncMode):
 class LocalSGD(SyncMode):
     name = "local_sgd"
     summary = "Local SGD: H local steps, then all workers average their parameters."
-    params = (Param("period", "int", 8, "local steps H between averagings", 1, 10000),)
+    params = (Param("period", "int", 8, "local steps H between averagings", 1, 10000,
+                    label="Local steps between averagings"),)
 
     def plan_round(self, worker: int, view: SyncView) -> RoundPlan:
         return RoundPlan(local_steps=int(self.p["period"]), collective=True)

@@ -274,3 +274,11 @@ async def test_cancelling_from_the_page_stops_the_trainer(
     assert events[-1]["status"] == "cancelled"
     job = await Job.objects.aget(pk=job.pk)
     assert 0 < job.last_step < 4000 and "cancelled at step" in job.log
+
+
+def test_parameter_labels_are_words_and_the_name_is_in_the_help(
+    login: Any, personas: Any, plan_result: Any
+) -> None:
+    page = login(personas.member).get(f"/jobs/approve/{plan_result.pk}/").content.decode()
+    assert "Plateau test: minimum improvement" in page and "[plateau_delta]" in page
+    assert ">ahl_steps<" not in page and "Coarse phase: steps per round" in page

@@ -49,3 +49,20 @@ def test_threshold_zero_and_window_zero_never_switch() -> None:
     ashl = modes.create("ashl", {"switch_loss": 0.0, "plateau_window": 0})
     assert all(ashl.observe_loss(0.001, VIEW) is None for _ in range(500))
     assert ashl.phase() == "AHL"
+
+
+def test_default_parameters_switch_to_shl_on_a_zoo_model() -> None:
+    from heterps_core import zoo
+    from heterps_core.dataparallel import TrainConfig, train
+
+    model = zoo.get("ctr_dnn")
+    result = train(model, model.config("tiny"), modes.create("ashl", {}),
+                   TrainConfig(workers=3, slowdowns=(1, 1, 4), batch_size=64, max_steps=200))
+    assert result.switch is not None and result.switch.reason == "plateau"
+    assert result.switch.global_step <= 150
+
+
+def test_every_parameter_has_words_for_a_form() -> None:
+    for schema in modes.schemas():
+        for name, label in schema["labels"].items():
+            assert label != name and " " in label, (schema["name"], name, label)
