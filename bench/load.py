@@ -5,8 +5,8 @@
 
 Starts, on free loopback ports, the server as production runs it (`manage.py up`: Daphne,
 PostgreSQL through the psycopg pool, channels-redis) and one `celery -A workers worker`
-on the interactive and long queues. The database is created afresh (it is dropped at the
-end) and the Redis database flushed; both must be this benchmark's own.
+on the interactive and long queues. The database is created afresh and the Redis database
+flushed; both must be this benchmark's own.
 
 For `--seconds`, each of `--clients` threads loops over the API as a user would, with a
 keep-alive connection and `--think-s` between requests: the project list (50 projects),
@@ -364,15 +364,6 @@ def main() -> None:
     report = write(args, stats, ws, watch, threads_before, threads_after, idle_after,
                    uptime_before, uptime_after)
     print(report)
-    drop(args.database)
-
-
-def drop(database: str) -> None:
-    import psycopg
-
-    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres",
-                         autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
 
 
 def write(args: Any, stats: Stats, ws: dict[str, Any], watch: dict[str, Any],
