@@ -77,5 +77,8 @@ class Command(BaseCommand):
         from daphne.cli import CommandLineInterface
 
         CommandLineInterface().run(
-            ["--bind", host, "--port", str(port), "--proxy-headers", "webapp.asgi:application"]
+            # A websocket handshake waits for a database connection from the pool (the
+            # permission check); under load that takes longer than Daphne's default 5 s.
+            ["--bind", host, "--port", str(port), "--proxy-headers",
+             "--websocket_connect_timeout", "30", "webapp.asgi:application"]
         )
