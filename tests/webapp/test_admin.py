@@ -69,3 +69,59 @@ def test_only_owners_may_delete_a_project_in_the_admin(client: Any, personas: An
     assert client.get(url).status_code == 403
     client.force_login(personas.owner)
     assert client.get(url).status_code == 200
+
+
+# Issue 12 item 11: a staff viewer must not add rows to a project through the admin.
+def _staff(user: Any, *codenames: str) -> Any:
+    from django.contrib.auth.models import Permission
+
+    user.is_staff = True
+    user.save()
+    user.user_permissions.add(*Permission.objects.filter(codename__in=codenames))
+    return user
+
+
+def _resource_type(project: Any) -> dict[str, Any]:
+    return {"project": project.pk, "name": "tpu", "kind": "gpu", "price_per_hour": "1.0",
+            "count": "2", "memory_gb": "16", "network_gbps": "10"}
+
+
+def test_a_staff_viewer_cannot_add_rows_to_the_project(client: Any, personas: Any) -> None:
+    from webapp.catalogue.models import ResourceType
+
+    client.force_login(_staff(personas.viewer, "add_resourcetype", "view_resourcetype",
+                              "change_resourcetype"))
+    page = client.get("/admin/catalogue/resourcetype/add/")
+    # No project they may edit: no add form at all.
+    assert page.status_code == 403
+    answer = client.post("/admin/catalogue/resourcetype/add/", _resource_type(personas.project))
+    assert answer.status_code == 403
+    assert not ResourceType.objects.filter(name="tpu").exists()
+
+
+def test_staff_add_only_to_projects_they_may_edit(client: Any, personas: Any) -> None:
+    from webapp.catalogue.models import ResourceType
+    from webapp.projects.services import create_project
+
+    staff = _staff(personas.viewer, "add_resourcetype", "view_resourcetype")
+    own = create_project(staff, "Mine")
+    client.force_login(staff)
+    form = client.get("/admin/catalogue/resourcetype/add/")
+    assert form.status_code == 200
+    choices = {p.pk for p in form.context["adminform"].form.fields["project"].queryset}
+    assert choices == {own.pk}
+    refused = client.post("/admin/catalogue/resourcetype/add/", _resource_type(personas.project))
+    assert refused.status_code == 200 and "project" in refused.context["adminform"].form.errors
+    assert not ResourceType.objects.filter(project=personas.project, name="tpu").exists()
+    added = client.post("/admin/catalogue/resourcetype/add/", _resource_type(own))
+    assert added.status_code == 302
+    assert ResourceType.objects.filter(project=own, name="tpu").exists()
+
+
+def test_a_staff_member_may_add_to_the_project(client: Any, personas: Any) -> None:
+    from webapp.catalogue.models import ResourceType
+
+    client.force_login(_staff(personas.member, "add_resourcetype", "view_resourcetype"))
+    added = client.post("/admin/catalogue/resourcetype/add/", _resource_type(personas.project))
+    assert added.status_code == 302, added.content[:500]
+    assert ResourceType.objects.filter(project=personas.project, name="tpu").exists()

@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from webapp.projects.models import Membership, Project
-from webapp.projects.permissions import Action, can, visible, visible_projects
+from webapp.projects.permissions import Action, can, projects_for, visible, visible_projects
 
 
 class ProjectScopedAdmin(admin.ModelAdmin):
@@ -34,6 +35,22 @@ class ProjectScopedAdmin(admin.ModelAdmin):
     def _project_id(self, obj: Any) -> int:
         return int(obj.project_id)
 
+    def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
+        # Adding needs a project to add to: one where the role allows `change_action`.
+        allowed = super().has_add_permission(request, *args)
+        return allowed and (request.user.is_superuser or self._editable(request).exists())
+
+    def _editable(self, request: HttpRequest) -> QuerySet[Project]:
+        return projects_for(request.user, self.change_action)
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        # Behind the form's choices: a row may only be saved into a project the user edits.
+        adding = obj.pk is None and self.project_field == "project"
+        if adding and not request.user.is_superuser and not can(
+                request.user, self._project_id(obj), self.change_action):
+            raise PermissionDenied("You may not add rows to this project.")
+        super().save_model(request, obj, form, change)
+
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         allowed = super().has_change_permission(request, obj)
         return allowed and self._allowed(request, obj, self.change_action)
@@ -43,8 +60,15 @@ class ProjectScopedAdmin(admin.ModelAdmin):
         return allowed and self._allowed(request, obj, self.delete_action)
 
     def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
-        if db_field.name == "project" and not request.user.is_superuser:
-            kwargs["queryset"] = visible_projects(request.user)
+        if not request.user.is_superuser:
+            related = db_field.related_model
+            if db_field.name == "project" or related is Project:
+                kwargs["queryset"] = self._editable(request)
+            elif any(f.name == "project" for f in related._meta.get_fields()):
+                # Another project-owned row (a job's work, a run's model): only from
+                # projects the user may edit, never another project's.
+                kwargs["queryset"] = related._default_manager.filter(
+                    project__in=self._editable(request))
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
 
@@ -65,6 +89,15 @@ class ProjectAdmin(ProjectScopedAdmin):
         if request.user.is_superuser:
             return Project.objects.all()
         return visible_projects(request.user)
+
+    def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
+        return admin.ModelAdmin.has_add_permission(self, request)  # a new project is one's own
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        super(ProjectScopedAdmin, self).save_model(request, obj, form, change)
+        if not change and not request.user.is_superuser:
+            Membership.objects.get_or_create(project=obj, user=request.user,
+                                             defaults={"role": "owner"})
 
     def _project_id(self, obj: Any) -> int:
         return int(obj.pk)

@@ -67,6 +67,15 @@ def visible_projects(user: AnyUser) -> QuerySet[Project]:
     return Project.objects.filter(memberships__user_id=user.pk).distinct()
 
 
+def projects_for(user: AnyUser, action: Action) -> QuerySet[Project]:
+    """Projects where the user's role allows `action` (admin form choices, pickers)."""
+    if not user.is_authenticated:
+        return Project.objects.none()
+    roles = [role for role, actions in ROLE_ACTIONS.items() if action in actions]
+    return Project.objects.filter(memberships__user_id=user.pk,
+                                  memberships__role__in=roles).distinct()
+
+
 def visible(user: AnyUser, queryset: QuerySet[M], project_field: str = "project") -> QuerySet[M]:
     """Rows of `queryset` that belong to a project the user has any role in."""
     if not user.is_authenticated:
