@@ -266,9 +266,18 @@ def monitor(database: str, server_pid: int, stop: threading.Event, out: dict[str
                 last_probe = time.monotonic()
                 health[_healthz(port)] += 1
             stop.wait(1.0)
-    out.update(peak=dict(peak), total_peak=max(totals, default=0),
+    out.update(peak=dict(peak), total_peak=max(totals, default=0), cpu=_cpu_s(server_pid),
                total_mean=statistics.mean(totals) if totals else 0,
                threads_peak=max(threads, default=0), healthz=dict(health))
+
+
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) the process has used so far."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
 
 
 def _threads(pid: int) -> int:
@@ -322,6 +331,7 @@ def main() -> None:
         wait_http(port, "/healthz", 120)
         uptime_before = Path("/proc/loadavg").read_text().split()[:3]
         threads_before = _threads(server.pid)
+        cpu_before, wall_before = _cpu_s(server.pid), time.monotonic()
         stats = Stats()
         stop = threading.Event()
         watch: dict[str, Any] = {}
@@ -344,6 +354,7 @@ def main() -> None:
         time.sleep(10)  # idle: threads and connections should fall back
         stop.set()
         monitor_thread.join(10)
+        watch["cpu_share"] = (watch["cpu"] - cpu_before) / (time.monotonic() - 10 - wall_before)
         threads_after = _threads(server.pid)
         uptime_after = Path("/proc/loadavg").read_text().split()[:3]
         import psycopg
@@ -424,6 +435,8 @@ def write(args: Any, stats: Stats, ws: dict[str, Any], watch: dict[str, Any],
         "server's pool is bounded at 16 (HETERPS_DB_POOL_MAX); requests beyond it wait.",
         f"- Server threads: {threads_before} before, peak {watch.get('threads_peak', 0)}, "
         f"{threads_after} 10 s after the load.",
+        f"- Server CPU during the load: {watch.get('cpu_share', 0):.2f} cores on average "
+        "(one Daphne process runs Python on at most one core at a time).",
         "",
     ]
     text = "\n".join(lines)
