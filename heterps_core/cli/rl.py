@@ -28,7 +28,7 @@ class TrainPolicyCommand(Command):
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        from heterps_core.rl.pretrained import DEFAULT_POOL, DEFAULT_UPDATES, IMITATION_STEPS
+        from heterps_core.rl.pretrained import DEFAULT_POOL, DEFAULT_UPDATES, SHIPPED_STEPS
 
         parser.add_argument("--seed", type=int, default=0, help="training seed (default 0)")
         parser.add_argument(
@@ -36,8 +36,13 @@ class TrainPolicyCommand(Command):
             help=f"optimizer steps (default {DEFAULT_UPDATES})",
         )
         parser.add_argument(
-            "--imitation-steps", type=int, default=IMITATION_STEPS,
-            help=f"imitation warm-start steps (default {IMITATION_STEPS})",
+            "--stop-after", type=int, default=SHIPPED_STEPS,
+            help=f"stop after this many steps of the schedule (default {SHIPPED_STEPS}, "
+            "where the shipped file stopped)",
+        )
+        parser.add_argument(
+            "--checkpoint", default=None,
+            help="also save the policy here every 100 steps (to inspect or keep a long run)",
         )
         parser.add_argument(
             "--pool", type=int, default=DEFAULT_POOL,
@@ -52,10 +57,8 @@ class TrainPolicyCommand(Command):
     def run(self, args: argparse.Namespace) -> int:
         if args.updates < 1:
             raise TrainPolicyError("--updates", f"must be at least 1, got {args.updates}")
-        if args.imitation_steps < 0:
-            raise TrainPolicyError(
-                "--imitation-steps", f"must not be negative, got {args.imitation_steps}"
-            )
+        if args.stop_after is not None and args.stop_after < 1:
+            raise TrainPolicyError("--stop-after", f"must be at least 1, got {args.stop_after}")
         if args.pool < 4:
             raise TrainPolicyError("--pool", f"must be at least 4, got {args.pool}")
         output = Path(args.output)
@@ -63,6 +66,7 @@ class TrainPolicyCommand(Command):
             raise TrainPolicyError("--output", f"directory {output.parent} does not exist")
 
         from heterps_core.progress import Progress
+        from heterps_core.rl.policy import LayerPolicy
         from heterps_core.rl.pretrained import build_pretrained, save_pretrained
 
         start = time.perf_counter()
@@ -78,9 +82,21 @@ class TrainPolicyCommand(Command):
                     file=sys.stderr,
                 )
 
+        checkpoint = None
+        if args.checkpoint:
+            partial = Path(args.checkpoint)
+            if not partial.parent.is_dir():
+                raise TrainPolicyError(
+                    "--checkpoint", f"directory {partial.parent} does not exist"
+                )
+
+            def checkpoint(policy: LayerPolicy, step: int) -> None:
+                save_pretrained(policy, {"seed": args.seed, "step": step, "partial": True},
+                                partial)
+
         policy, meta = build_pretrained(
-            seed=args.seed, updates=args.updates, pool_size=args.pool,
-            imitation_steps=args.imitation_steps, progress=report,
+            seed=args.seed, updates=args.updates, pool_size=args.pool, progress=report,
+            checkpoint=checkpoint, stop_after=args.stop_after,
         )
         path = save_pretrained(policy, meta, output)
         summary = {**meta, "output": str(path), "seconds": round(time.perf_counter() - start, 1)}

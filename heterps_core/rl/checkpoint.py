@@ -11,7 +11,7 @@ import torch
 from heterps_core.errors import HeterPSError
 from heterps_core.rl.policy import LayerPolicy, PolicyConfig
 
-FORMAT = "heterps-rl-policy/1"
+FORMAT = "heterps-rl-policy/2"  # 2: dynamic mask, five increment features, prior gain
 
 
 class PolicyFileError(HeterPSError):
@@ -24,7 +24,8 @@ class PolicyFileError(HeterPSError):
 def save_policy(policy: LayerPolicy, path: Path | str, meta: dict[str, Any] | None = None) -> None:
     payload = {
         "format": FORMAT,
-        "config": {"hidden": policy.config.hidden, "embed": policy.config.embed},
+        "config": {"hidden": policy.config.hidden, "embed": policy.config.embed,
+                   "prior_gain": policy.config.prior_gain},
         "meta": meta or {},
         # Half precision halves the file; the scores it produces differ by far less than the
         # gaps between plans, and loading converts back to float32.

@@ -1,17 +1,20 @@
 """The cost model on integer assignments, with stages memoised, for sampling thousands of plans.
 
 RL training and the local search price the same few hundred stages over and over; building a
-`Plan` each time would dominate the run. `AssignmentCosts` goes through the very same
-`ChainCosts.shape`/`provision` code as `costmodel.evaluate`, so the two cannot disagree; it
-only skips the `Plan` objects and remembers every (first, last, resource) it has provisioned.
+`Plan` each time would dominate the run. On v1 instances `AssignmentCosts` goes through the
+very same `ChainCosts.shape`/`provision` code as `costmodel.evaluate`, so the two cannot
+disagree; it only skips the `Plan` objects and remembers every (first, last, resource) it has
+provisioned. On v2 instances (sync mode, micro-batches, a parameter server) a plan's units
+are provisioned jointly and its cost is not a sum of stage costs, so `outcome` asks
+`costmodel.evaluate` itself (memoised per assignment) and `additive` is False: the trainer then
+uses the terminal reward and the static mask (`training.py`), and `stage` stays only a hint
+for the decoder's features.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import numpy as np
 
 from heterps_core.costmodel import ChainCosts, evaluate
 from heterps_core.instance import Instance
@@ -46,6 +49,9 @@ class AssignmentCosts:
         self.n_resources = len(self.names)
         self._stages: dict[tuple[int, int, int], tuple[int, float, float]] = {}
         self._reasons: dict[tuple[int, int, int], str] = {}
+        # v1: a plan's cost is the sum of its stages' (docs/cost-model.md); v2: it is not.
+        self.additive = not getattr(instance, "is_v2", False)
+        self._plans: dict[tuple[int, ...], Outcome] = {}
 
     def stage(self, first: int, last: int, r: int) -> tuple[int, float, float]:
         """(units, cost per hour, throughput) of layers first..last on resource r; units -1 if
@@ -77,6 +83,8 @@ class AssignmentCosts:
 
     def outcome(self, assignment: Sequence[int]) -> Outcome:
         """The cost model's verdict on one assignment (same numbers as `costmodel.evaluate`)."""
+        if not self.additive:
+            return self._evaluated(assignment)
         cost = 0.0
         throughput = float("inf")
         used = [0] * self.n_resources
@@ -101,6 +109,17 @@ class AssignmentCosts:
                     f"{self.counts[r]} exist",
                 )
         return Outcome(cost, throughput)
+
+    def _evaluated(self, assignment: Sequence[int]) -> Outcome:
+        key = tuple(int(a) for a in assignment)
+        hit = self._plans.get(key)
+        if hit is None:
+            plan = self.plan(key)
+            hit = (Outcome(plan.cost_per_hour, plan.throughput or 0.0)
+                   if plan.feasible and plan.cost_per_hour is not None
+                   else Outcome(None, reason=plan.reason or "infeasible"))
+            self._plans[key] = hit
+        return hit
 
     def plan(self, assignment: Sequence[int], scheduler: str = "rl") -> Plan:
         """The full spec plan of an assignment (through `costmodel.evaluate` itself)."""
@@ -139,50 +158,3 @@ def stage_runs(assignment: Sequence[int]) -> list[tuple[int, int, int]]:
             runs.append((start, i - 1, int(assignment[start])))
             start = i
     return runs
-
-
-DYNAMIC_FEATURES = 3
-_CAP = 10.0
-
-
-class Increments:
-    """The decoder's state-dependent features: what choosing resource r for layer t adds to
-    the plan's hourly cost, given the stage the plan is in.
-
-    The cost of a stage depends only on its own layers (boundary traffic is charged by layer
-    index, not by the neighbour), so a plan's cost is the sum of these increments: continuing
-    the current stage on r costs stage(start..t, r) - stage(start..t-1, r), opening a new one
-    costs stage(t..t, r). The integer unit jumps the policy must learn to steer show up here.
-    """
-
-    def __init__(self, costs: AssignmentCosts, reference: float, n_slots: int) -> None:
-        self.costs = costs
-        self.reference = reference
-        self.n_slots = n_slots
-
-    def at(self, t: int, starts: Sequence[int], previous: Sequence[int]) -> np.ndarray:
-        """[k, n_slots, DYNAMIC_FEATURES] for k partial plans (previous = -1 at t = 0)."""
-        out = np.zeros((len(starts), self.n_slots, DYNAMIC_FEATURES), dtype=np.float32)
-        memo: dict[tuple[int, int], np.ndarray] = {}
-        for row, key in enumerate(zip(starts, previous, strict=True)):
-            block = memo.get(key)
-            if block is None:
-                block = memo[key] = self._block(t, *key)
-            out[row] = block
-        return out
-
-    def _block(self, t: int, start: int, prev: int) -> np.ndarray:
-        block = np.zeros((self.n_slots, DYNAMIC_FEATURES), dtype=np.float32)
-        for r in range(self.costs.n_resources):
-            if r == prev:
-                units, cost, _ = self.costs.stage(start, t, r)
-                before = self.costs.stage(start, t - 1, r)[1]
-                delta = cost - before
-            else:
-                units, delta, _ = self.costs.stage(t, t, r)
-            if units < 0:
-                block[r] = (_CAP, np.log1p(_CAP), 1.0)
-            else:
-                ratio = min(delta / self.reference, _CAP)
-                block[r] = (ratio, np.log1p(max(ratio, 0.0)), 0.0)
-        return block

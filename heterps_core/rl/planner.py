@@ -9,13 +9,17 @@
    the policy is first fine-tuned on the instance for that long.
 
 Either way the answer is never worse than the best homogeneous plan: if that plan is better,
-it is returned instead and the notes say so. The notes also give the pure-policy cost, so what
-the local search contributed is visible in every result.
+it is returned instead and the notes say so. `policy_only` turns off both the local search and
+the fallback: the answer is the best plan the policy itself sampled (and a per-instance run
+trains for the whole budget). Every plan's notes start with "produced by:" naming the parts
+that made it (policy samples, local search, homogeneous fallback) and give the pure-policy
+cost, so what the search contributed is visible in every result.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import time
 from dataclasses import dataclass, field
 
@@ -61,10 +65,12 @@ def plan_with_rl(
     from_scratch: bool = False,
     use_search: bool = True,
     progress: ProgressCallback = no_progress,
+    policy_only: bool = False,
 ) -> RLResult:
     """Plan `instance` with the RL scheduler (see the module docstring for the modes)."""
     with one_thread():
-        return _plan(instance, seed, budget_s, pretrained, from_scratch, use_search, progress)
+        return _plan(instance, seed, budget_s, pretrained, from_scratch,
+                     use_search and not policy_only, policy_only, progress)
 
 
 def _plan(
@@ -74,17 +80,22 @@ def _plan(
     pretrained: bool,
     from_scratch: bool,
     use_search: bool,
+    policy_only: bool,
     progress: ProgressCallback,
 ) -> RLResult:
     check_size(instance)
     start = time.perf_counter()
     torch.manual_seed(seed)
     problem = Problem(instance)
+    share = TRAIN_SHARE if use_search else 1.0
     if pretrained:
-        result = _zero_shot(problem, seed, budget_s, progress)
+        result = _zero_shot(problem, seed, budget_s, share, progress)
     else:
-        result = _per_instance(problem, seed, budget_s or DEFAULT_BUDGET_S, from_scratch, progress)
+        result = _per_instance(
+            problem, seed, budget_s or DEFAULT_BUDGET_S, from_scratch, share, progress
+        )
     result.policy_best = problem.best_outcome
+    policy_plan = problem.best
     best, best_out = problem.best, problem.best_outcome
     if best is None and problem.first is not None:
         # Nothing sampled was feasible: the search may still walk to a feasible plan.
@@ -103,13 +114,45 @@ def _plan(
         if result.policy_best and best_out.cost and result.policy_best.cost:
             change = 1 - best_out.cost / result.policy_best.cost
             result.notes.append(f"{what} on the cost model lowered it by {change:.2%}")
-    result.final = _with_fallback(problem, best, best_out, result.notes)
+    if policy_only:
+        result.final = _policy_plan(problem, result.notes)
+    else:
+        result.final = _with_fallback(problem, best, best_out, result.notes)
+    produced = _produced_by(result, policy_plan, best, policy_only)
+    result.final = dataclasses.replace(result.final, notes=(produced, *result.final.notes))
     progress(Progress(1, 1, "RL plan ready"))
     return result
 
 
+def _produced_by(
+    result: RLResult, policy_plan: list[int] | None, best: list[int] | None, policy_only: bool
+) -> str:
+    notes = result.final.notes if result.final else []
+    if any("fell back" in n for n in notes):
+        return "produced by: homogeneous fallback (the policy's and the search's plans were worse)"
+    if result.final is None or not result.final.feasible:
+        return "produced by: nothing feasible (policy samples" + (
+            ")" if policy_only or result.polished is None else " and local search)"
+        )
+    if policy_only or result.polished is None:
+        return "produced by: policy samples only (best sampled plan, no local search, no fallback)"
+    if best is not None and policy_plan is not None and best == policy_plan:
+        return "produced by: policy samples (the local search found nothing better)"
+    return "produced by: policy samples + local search"
+
+
+def _policy_plan(problem: Problem, notes: list[str]) -> Plan:
+    """The best plan the policy sampled, as it is: no search, no fallback."""
+    if problem.best is None or problem.best_outcome is None or not problem.best_outcome.feasible:
+        reason = problem.first_reason or "no plan was sampled"
+        return infeasible_plan(
+            "rl", f"the RL policy sampled no feasible plan (first failure: {reason})"
+        ).with_notes(*notes)
+    return problem.costs.plan(problem.best).with_notes(*notes)
+
+
 def _zero_shot(
-    problem: Problem, seed: int, budget_s: float | None, progress: ProgressCallback
+    problem: Problem, seed: int, budget_s: float | None, share: float, progress: ProgressCallback
 ) -> RLResult:
     policy = load_pretrained()
     result = RLResult(mode="pretrained")
@@ -128,7 +171,7 @@ def _zero_shot(
     if budget_s:
         result.mode = "pretrained+finetune"
         trained = train_on_instance(
-            problem.instance, TrainConfig(budget_s=budget_s * TRAIN_SHARE), seed=seed,
+            problem.instance, _train_config(budget_s, share), seed=seed,
             policy=policy, problem=problem, progress=progress,
         )
         result.updates, result.train_s = trained.updates, trained.seconds
@@ -140,21 +183,35 @@ def _zero_shot(
 
 
 def _per_instance(
-    problem: Problem, seed: int, budget_s: float, from_scratch: bool, progress: ProgressCallback
+    problem: Problem,
+    seed: int,
+    budget_s: float,
+    from_scratch: bool,
+    share: float,
+    progress: ProgressCallback,
 ) -> RLResult:
     result = RLResult(mode="per-instance")
     policy = None if from_scratch else _warm_start()
     trained = train_on_instance(
-        problem.instance, TrainConfig(budget_s=budget_s * TRAIN_SHARE), seed=seed,
+        problem.instance, _train_config(budget_s, share), seed=seed,
         policy=policy, problem=problem, progress=progress,
     )
     result.updates, result.train_s = trained.updates, trained.seconds
     init = "from scratch" if policy is None else "warm-started from the pretrained policy"
     result.notes.append(
-        f"REINFORCE on this instance ({init}): {trained.updates} updates in "
+        f"policy gradient on this instance ({init}): {trained.updates} updates in "
         f"{trained.seconds:.1f} s, best sampled plan {_cost(problem.best_outcome)}"
     )
     return result
+
+
+def _train_config(budget_s: float, share: float) -> TrainConfig:
+    """Training for `share` of the budget. Without a search after it (share 1, policy only)
+    the policy's samples are the answer, so it trains for the whole budget instead of
+    stopping when it has not improved for a while."""
+    if share >= 1.0:
+        return TrainConfig(budget_s=budget_s, patience=None)
+    return TrainConfig(budget_s=budget_s * share)
 
 
 def _warm_start() -> LayerPolicy | None:

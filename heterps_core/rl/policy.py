@@ -19,7 +19,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from heterps_core.rl.fastcost import DYNAMIC_FEATURES, AssignmentCosts, Increments
+from heterps_core.rl.decoding import DYNAMIC_FEATURES, PartialPlans
+from heterps_core.rl.fastcost import AssignmentCosts
 from heterps_core.rl.features import LAYER_FEATURES, PAIR_FEATURES, InstanceFeatures
 
 _MASKED = -1e9
@@ -29,24 +30,37 @@ _MASKED = -1e9
 class PolicyConfig:
     hidden: int = 64
     embed: int = 48
+    # Initial weight of the cost-increment prior in the logits (learned afterwards): 0 means
+    # the policy starts uniform over the feasible choices and must learn costs from rewards.
+    prior_gain: float = 0.0
 
 
 @dataclass
 class Rollout:
-    """`k` sampled (or greedy) plans: actions [k, n_layers], summed log-prob and mean entropy
-    per plan (both differentiable)."""
+    """`k` sampled (or greedy) plans: actions [k, n_layers], per-step log-probs [k, n_layers]
+    and mean entropy per plan (both differentiable), each step's cost increment in dollars per
+    hour [k, n_layers] (see `decoding.py`) and how many steps hit a dead end."""
 
     actions: torch.Tensor
-    log_prob: torch.Tensor
+    step_log_prob: torch.Tensor
     entropy: torch.Tensor
+    step_cost: np.ndarray
+    dead_ends: int = 0
+
+    @property
+    def log_prob(self) -> torch.Tensor:
+        return self.step_log_prob.sum(dim=1)
 
 
 class EncodedInstance:
     """Tensors of one instance, kept between updates so they are built once."""
 
-    def __init__(self, features: InstanceFeatures, costs: AssignmentCosts) -> None:
+    def __init__(
+        self, features: InstanceFeatures, costs: AssignmentCosts, dynamic_mask: bool = True
+    ) -> None:
         self.features = features
-        self.increments = Increments(costs, features.reference_cost, features.mask.shape[1])
+        self.costs = costs
+        self.dynamic_mask = dynamic_mask
         self.layer = torch.from_numpy(features.layer)
         self.pair = torch.from_numpy(features.pair)
         self.mask = torch.from_numpy(features.mask)
@@ -54,6 +68,11 @@ class EncodedInstance:
     @property
     def n_layers(self) -> int:
         return self.features.n_layers
+
+    def partial_plans(self, k: int) -> PartialPlans:
+        return PartialPlans(
+            self.costs, self.features.reference_cost, self.features.mask, k, self.dynamic_mask
+        )
 
 
 class LayerPolicy(nn.Module):
@@ -75,6 +94,7 @@ class LayerPolicy(nn.Module):
         self.score_increment = nn.Linear(DYNAMIC_FEATURES, h, bias=False)
         self.score_out = nn.Linear(h, 1)
         self.start = nn.Parameter(torch.zeros(e))
+        self.prior_gain = nn.Parameter(torch.tensor(float(self.config.prior_gain)))
 
     def encode(self, inst: EncodedInstance) -> tuple[torch.Tensor, torch.Tensor]:
         """(pair embeddings [n, R, e], encoder states [n, 2h])."""
@@ -95,10 +115,12 @@ class LayerPolicy(nn.Module):
         generator: torch.Generator | None = None,
         forced: torch.Tensor | None = None,
         temperature: float = 1.0,
+        greedy_first: bool = False,
     ) -> Rollout:
         """Decode `k` plans: sampled, argmax at every step when `greedy`, or the given `forced`
         actions [k, n_layers] (teacher forcing: their log-probabilities, for imitation).
-        `temperature` > 1 flattens the sampling distribution (log-probs stay at 1)."""
+        `temperature` > 1 flattens the sampling distribution (log-probs stay at 1);
+        `greedy_first` decodes row 0 greedily and samples the others (one pass for both)."""
         emb, enc = self.encode(inst)
         n, n_res = inst.mask.shape
         pair_part = self.score_pair(torch.cat([emb, enc.unsqueeze(1).expand(-1, n_res, -1)], -1))
@@ -106,20 +128,25 @@ class LayerPolicy(nn.Module):
         c = torch.zeros(k, self.config.hidden)
         prev_emb = self.start.expand(k, -1)
         prev_onehot = torch.zeros(k, n_res)
-        actions, log_probs, entropies = [], [], []
+        actions, log_probs, entropies, costs = [], [], [], []
         rows = torch.arange(k)
-        starts = [0] * k
-        previous = [-1] * k
+        plans = inst.partial_plans(k)
         for t in range(n):
             h, c = self.decoder(torch.cat([enc[t].expand(k, -1), prev_emb], -1), (h, c))
-            increments = torch.from_numpy(inst.increments.at(t, starts, previous))
+            feats, feasible = plans.options(t)
+            mask_np = plans.mask_for(feasible)
+            if forced is not None:
+                mask_np = mask_np.copy()
+                mask_np[np.arange(k), forced[:, t].numpy()] = True
+            dyn = torch.from_numpy(feats)
             z = torch.relu(
                 pair_part[t].unsqueeze(0)
                 + self.score_state(h).unsqueeze(1)
                 + prev_onehot.unsqueeze(-1) * self.score_stay
-                + self.score_increment(increments)
+                + self.score_increment(dyn)
             )
-            logits = self.score_out(z).squeeze(-1).masked_fill(~inst.mask[t], _MASKED)
+            logits = self.score_out(z).squeeze(-1) - self.prior_gain * dyn[..., 2]
+            logits = logits.masked_fill(~torch.from_numpy(np.ascontiguousarray(mask_np)), _MASKED)
             logp = torch.log_softmax(logits, dim=-1)
             if forced is not None:
                 action = forced[:, t]
@@ -128,10 +155,10 @@ class LayerPolicy(nn.Module):
             else:
                 probs = torch.softmax(logits / temperature, dim=-1)
                 action = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+                if greedy_first:
+                    action[0] = logp[0].argmax()
             actions.append(action)
-            chosen = action.tolist()
-            starts = [s if a == p else t for s, a, p in zip(starts, chosen, previous, strict=True)]
-            previous = chosen
+            costs.append(plans.advance(t, action.tolist()))
             log_probs.append(logp[rows, action])
             probs = logp.exp()
             entropies.append(-(probs * logp.clamp(min=-50.0)).sum(-1))
@@ -139,8 +166,10 @@ class LayerPolicy(nn.Module):
             prev_onehot = torch.nn.functional.one_hot(action, n_res).float()
         return Rollout(
             actions=torch.stack(actions, dim=1),
-            log_prob=torch.stack(log_probs, dim=1).sum(dim=1),
+            step_log_prob=torch.stack(log_probs, dim=1),
             entropy=torch.stack(entropies, dim=1).mean(dim=1),
+            step_cost=np.stack(costs, axis=1),
+            dead_ends=plans.dead_ends,
         )
 
     def sample_plans(
@@ -150,15 +179,14 @@ class LayerPolicy(nn.Module):
         generator: torch.Generator | None = None,
         temperature: float = 1.0,
     ) -> np.ndarray:
-        """Greedy decode plus `k - 1` samples, without gradients: [k, n_layers] indices."""
+        """Greedy decode plus `k - 1` samples in one pass, without gradients: [k, n_layers]
+        indices, the greedy plan first."""
         with torch.no_grad():
-            greedy = self.rollout(inst, 1, greedy=True).actions
             if k <= 1:
-                return greedy.numpy()
-            sampled = self.rollout(
-                inst, k - 1, generator=generator, temperature=temperature
-            ).actions
-        return torch.cat([greedy, sampled]).numpy()
+                return self.rollout(inst, 1, greedy=True).actions.numpy()
+            return self.rollout(
+                inst, k, generator=generator, temperature=temperature, greedy_first=True
+            ).actions.numpy()
 
 
 @contextmanager

@@ -3,7 +3,8 @@
 Options: `pretrained` (bool) plans zero-shot with the shipped policy, fine-tuning for
 `budget_s` seconds when a budget is given; otherwise the policy is trained on the instance for
 `budget_s` (default 30 s). `from_scratch` skips the pretrained warm start, `search=False`
-turns off the local-search polish (pure RL). How it works: heterps_core/rl/planner.py.
+turns off the local-search polish, `policy_only` turns off the search and the homogeneous
+fallback (the policy's own best sampled plan). How it works: heterps_core/rl/planner.py.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ class RLScheduler(Scheduler):
             pretrained=bool(self.options.get("pretrained")),
             from_scratch=bool(self.options.get("from_scratch")),
             use_search=bool(self.options.get("search", True)),
+            policy_only=bool(self.options.get("policy_only")),
             progress=progress,
         )
         assert result.final is not None
