@@ -104,9 +104,11 @@ def parse(text: str, field: str = "optimizer") -> SparseOptimizer:
             given[key] = float(value)
         except ValueError:
             raise InvalidOptimizerError(f"{field}: {key} must be a number, got {value!r}") from None
+    if name not in _REGISTRY:
+        raise InvalidOptimizerError(f"{field}: must be one of {', '.join(names())}, got {name!r}")
     try:
         return get(name, given.get("lr"), given.get("eps"))
-    except (UnknownOptimizerError, ValueError) as exc:
+    except ValueError as exc:
         raise InvalidOptimizerError(f"{field}: {exc}") from None
 
 

@@ -120,7 +120,7 @@ def test_optimizer_settings_parse_or_name_the_problem() -> None:
         "name": "adagrad", "lr": 0.05, "eps": 1e-6
     }
     for text, problem in [
-        ("lamb", "sparse_optimizer: optimizer must be one of"),
+        ("lamb", "sparse_optimizer: must be one of adagrad, adam, sgd, got 'lamb'"),
         ("adam:lr=fast", "sparse_optimizer: lr must be a number, got 'fast'"),
         ("adam:beta=0.9", "sparse_optimizer: 'beta=0.9' is not lr=NUMBER or eps=NUMBER"),
         ("sgd:lr=-1", "sparse_optimizer: sgd: lr must be positive"),
