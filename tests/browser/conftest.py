@@ -17,6 +17,17 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-component-update"]
 
 
+@pytest.fixture(autouse=True)
+def plain_static_names(settings: Any) -> None:
+    """Pages link `static/` names: pytest-django's live server serves static files from the
+    finders, which know no hashed names a `collectstatic` run may have left in staticfiles/
+    (that path is tested in tests/webapp/test_static.py)."""
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }
+
+
 @pytest.fixture
 def browser(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """Per test, so Playwright's event loop is gone before pytest-django flushes the
