@@ -22,7 +22,7 @@ class PlanningForm(forms.Form):
     samples = form_number("samples", required=False, label="Samples to train on",
                           help_text="optional; gives hours and total cost")
     schedulers = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple)
-    budget_s = form_number("budget_s", label="Budget per stochastic scheduler (s)", initial=5.0,
+    budget_s = form_number("budget_s", label="Budget per scheduler (s)", initial=5.0,
                            max_value=services.MAX_BUDGET_S)
 
     def __init__(self, project: Project, *args: Any, **kwargs: Any) -> None:
