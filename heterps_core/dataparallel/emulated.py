@@ -92,7 +92,7 @@ class EmulatedBackend:
             if t > self.cfg.duration_s:
                 self.now, state.stopped = self.cfg.duration_s, "duration"
                 break
-            if self.run_spec.cancel():
+            if self.run_spec.cancelled():
                 state.stopped = "cancelled"
                 break
             self.now = t

@@ -7,7 +7,6 @@ held-out set), so the emulated and the process backend start from the same state
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from heterps_core.dataparallel.config import TrainConfig
@@ -15,9 +14,11 @@ from heterps_core.dataparallel.data import ShardStream
 from heterps_core.dataparallel.events import MetricsCallback, WorkerProfile, no_metrics
 from heterps_core.dataparallel.modes.base import SyncMode
 from heterps_core.dataparallel.worker import Worker
+from heterps_core.processes import CancelHook, cancelled
 from heterps_core.zoo.base import Batch, ChainModel, ModelConfig, ZooModel
 
-CancelHook = Callable[[], bool]
+__all__ = ["CancelHook", "DataParallelRun", "held_out", "make_workers", "never_cancel",
+           "shard_stream"]
 
 
 def never_cancel() -> bool:
@@ -41,6 +42,9 @@ class DataParallelRun:
 
     def held_out(self) -> Batch:
         return held_out(self.zoo_model, self.model_config, self.config)
+
+    def cancelled(self) -> bool:
+        return cancelled(self.cancel)
 
 
 def shard_stream(zoo_model: ZooModel, model_config: ModelConfig, config: TrainConfig,

@@ -91,7 +91,7 @@ class ServerState:
 
     def should_stop(self, now: float) -> bool:
         """Cancelled or out of time: sets `stopped` and says so."""
-        if self.run.cancel():
+        if self.run.cancelled():
             self.stopped = "cancelled"
         elif now >= self.cfg.duration_s:
             self.stopped = "duration"

@@ -1,6 +1,10 @@
-"""Synchronisation modes: how a stage's replicas combine dense gradients, and how sparse
-gradients reach the parameter server. A registry of small classes; adding a mode (SSP,
-local SGD, ADSP, ASHL in issue 8) is one class plus `@register`.
+"""The pipeline's sync modes: how a stage's replicas combine dense gradients, and how sparse
+gradients reach the parameter server. A registry of small `PipelineSync` classes; adding
+one is one class plus `@register`.
+
+Not the data-parallel registry (`heterps_core.dataparallel.modes`, whose `PipelineSync`s
+govern rounds of whole-model workers): the two registries' names are scoped by the job's
+runner, and a pipeline mode name means one thing here.
 """
 
 from __future__ import annotations
@@ -14,10 +18,10 @@ import torch.distributed as dist
 from heterps_core.plan import Plan
 from heterps_core.runtime.errors import RunConfigError
 
-_MODES: dict[str, type[SyncMode]] = {}
+_MODES: dict[str, type[PipelineSync]] = {}
 
 
-class SyncMode:
+class PipelineSync:
     name: ClassVar[str]
     summary: ClassVar[str]
     # True: the PS answers a pull for round t only after every replica's round t-1 push is
@@ -39,7 +43,7 @@ class SyncMode:
         return 0
 
 
-def register(cls: type[SyncMode]) -> type[SyncMode]:
+def register(cls: type[PipelineSync]) -> type[PipelineSync]:
     if cls.name in _MODES:
         raise ValueError(f"sync mode {cls.name!r} registered twice")
     _MODES[cls.name] = cls
@@ -50,7 +54,7 @@ def names() -> list[str]:
     return sorted(_MODES)
 
 
-def get(name: str) -> SyncMode:
+def get(name: str) -> PipelineSync:
     try:
         return _MODES[name]()
     except KeyError:
@@ -83,7 +87,7 @@ def all_reduce_mean(params: Sequence[torch.nn.Parameter], group: Any, replicas: 
 
 
 @register
-class BSP(SyncMode):
+class BSP(PipelineSync):
     name = "bsp"
     summary = (
         "exact SGD, repeatable: all-reduce dense gradients every step, synchronous parameter "
@@ -97,7 +101,7 @@ class BSP(SyncMode):
 
 
 @register
-class AsyncPS(SyncMode):
+class AsyncPS(PipelineSync):
     name = "async"
     summary = (
         "all-reduce dense gradients every step; asynchronous PS; embedding-only stages run "

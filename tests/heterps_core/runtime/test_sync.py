@@ -14,7 +14,7 @@ def test_registry_holds_bsp_and_the_ps_modes() -> None:
 
 def test_a_new_mode_is_one_class_and_one_decorator() -> None:
     @sync.register
-    class LocalOnly(sync.SyncMode):
+    class LocalOnly(sync.PipelineSync):
         name = "test-local-only"
         summary = "never synchronise (for this test)"
 
