@@ -68,6 +68,7 @@ MIDDLEWARE = [
     "webapp.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "webapp.background.middleware.BrokerUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "webapp.urls"

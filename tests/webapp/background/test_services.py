@@ -122,3 +122,24 @@ async def test_progress_is_published_only_after_the_commit(personas: Any) -> Non
     assert event["work"]["message"] == "one of four"
     assert event["work"]["metrics"] == {"loss": 0.5}
     await layer.group_discard(services.group_name(work.pk), channel)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_broker_that_refuses_work_fails_the_record_and_the_page_answers_503(
+    personas: Any, login: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The broker itself down is tests/workers/test_faults.py (a real Redis killed); here
+    its refusal, for the form path."""
+    from workers.app import app
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise ConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    monkeypatch.setattr(app, "send_task", refuse)
+    response = login(personas.member).post(
+        f"/work/start/evaluate/{personas.project.pk}/",
+        {"instance": json.dumps(TINY), "assignments": "cpu,cpu,cpu"})
+    assert response.status_code == 503
+    assert "task queue is not reachable" in response.content.decode()
+    work = Work.objects.get()
+    assert work.status == Status.FAILED and "Connection refused" in work.error
