@@ -2,6 +2,8 @@
 
     .venv/bin/python bench/planners.py            # full: L 8..256, R 2..8, caps on/off
     .venv/bin/python bench/planners.py --quick    # a few minutes: L 8..64, R 2 and 6
+    .venv/bin/python bench/planners.py --stress   # only the exact solver's stress grid
+                                                  # (rewrites that section of the doc)
 
 For each generated instance (heterps_core.generate.random_instance) and, when the zoo and
 profiler are importable, each zoo model profiled on this machine: every scheduler's gap to
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import re
 import statistics
 import sys
 import time
@@ -28,10 +31,11 @@ sys.path.insert(0, str(REPO))
 
 from heterps_core.costmodel import evaluate  # noqa: E402
 from heterps_core.frontier import frontier  # noqa: E402
-from heterps_core.generate import random_instance  # noqa: E402
+from heterps_core.generate import random_instance, stress_instance  # noqa: E402
 from heterps_core.instance import Instance  # noqa: E402
 from heterps_core.plan import Plan  # noqa: E402
 from heterps_core.schedulers import create, get  # noqa: E402
+from heterps_core.schedulers.exact import DEFAULT_BUDGET_S  # noqa: E402
 
 BASELINES = ["greedy", "genetic", "bayes", "random", "homogeneous", "heuristic", "brute"]
 BRUTE_LIMIT = 200_000  # brute force is run where R^L <= this, to keep the benchmark short
@@ -51,8 +55,12 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="small grid, a few minutes")
     parser.add_argument("--seeds", type=int, default=None, help="instances per family")
     parser.add_argument("--no-zoo", action="store_true", help="skip the zoo instances")
+    parser.add_argument("--stress", action="store_true",
+                        help="only the exact solver's stress grid (issue 18)")
     parser.add_argument("--out", default=str(REPO / "docs" / "benchmarks" / "planners.md"))
     args = parser.parse_args()
+    if args.stress:
+        return stress_only(Path(args.out))
 
     if args.quick:
         layer_counts, resource_counts, seeds = [8, 32, 64], [2, 6], args.seeds or 2
@@ -76,11 +84,12 @@ def main() -> int:
         exact_times
     )
     speed = speed_bars()
+    stress = stress_section()
     frontier_s = frontier_time()
     agreement = exact_equals_brute()
     elapsed = time.time() - started
     text = render(args, rows, zoo_rows, zoo_note, exact_times, speed, frontier_s, elapsed,
-                  load_before, agreement)
+                  load_before, agreement, stress)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(text)
     print(f"wrote {args.out} in {elapsed:.0f} s", file=sys.stderr)
@@ -173,6 +182,92 @@ def speed_bars() -> dict[str, list[float]]:
     return out
 
 
+# The exact solver's stress grid (issue 18): large unit counts, caps binding on them.
+STRESS_GRID = [(64, r) for r in (4, 8, 16)] + [(256, r) for r in (4, 8, 16)] + [(1024, 16)]
+STRESS_SEEDS = 3
+STRESS_BEGIN, STRESS_END = "<!-- stress grid: begin -->", "<!-- stress grid: end -->"
+# What issue 18 measured before the fix (seconds; None = not reported).
+BEFORE = {(64, 8, True): "9", (256, 8, True): "38", (256, 4, True): "116 (ILP)",
+          (256, 16, True): "> 300", (1024, 16, False): "30"}
+GOALS = {(256, 16, True): 10.0, (1024, 16, False): 5.0}
+STATES = re.compile(r"\(([\d,]+) states\)")
+
+
+def stress_section() -> str:
+    """Solve every stress instance with `exact` at its default budget; a markdown section."""
+    started = time.time()
+    load = os.getloadavg()[0]
+    rows = []
+    for n_layers, n_res in STRESS_GRID:
+        for caps in (False, True):
+            times, cpu, proven, gaps, states, ilp = [], [], 0, [], [0], 0
+            for seed in range(STRESS_SEEDS):
+                inst = stress_instance(seed, n_layers, n_res, caps=caps)
+                messages: list[str] = []
+                cpu_start = time.process_time()
+                plan = create("exact").plan(inst, lambda p, m=messages: m.append(p.message))
+                cpu.append(time.process_time() - cpu_start)
+                times.append(plan.solve_time_s)
+                proven += not plan.notes
+                gaps += [float(m) for note in plan.notes
+                         for m in re.findall(r"gap ([\d.]+)%", note)]
+                states += [int(m.replace(",", "")) for msg in messages
+                           for m in STATES.findall(msg)]
+                ilp += any("integer programme" in msg for msg in messages)
+            key = (n_layers, n_res, caps)
+            goal = GOALS.get(key)
+            verdict = "-" if goal is None else " | ".join(
+                "met" if max(ts) < goal else "NOT met" for ts in (times, cpu))
+            rows.append(
+                f"| {n_layers} | {n_res} | {'bind' if caps else 'no'} | {STRESS_SEEDS} | "
+                f"{statistics.median(times):.2f} | {max(times):.2f} | {max(cpu):.2f} | "
+                f"{max(states):,} | {ilp} | {proven}/{STRESS_SEEDS} | "
+                f"{(f'{max(gaps):.2f}%' if gaps else '-')} | {BEFORE.get(key, '-')} | "
+                f"{'-' if goal is None else f'< {goal:g} s'} | "
+                f"{verdict if goal is not None else '- | -'} |"
+            )
+            print(f"stress L={n_layers} R={n_res} caps={caps}: {max(times):.2f} s",
+                  file=sys.stderr, flush=True)
+    lines = [
+        STRESS_BEGIN,
+        "## Exact solver stress grid (issue 18)",
+        "",
+        f"`heterps_core.generate.stress_instance(seed, L, R, caps)`, seeds 0..{STRESS_SEEDS - 1}: "
+        "targets and counts x20 of `random_instance`, so stages need tens to hundreds of "
+        "units; with caps, the two resources the uncapped optimum spends most on get 60-85% "
+        "of the units it uses (types 9..16 are region/price-tier variants of the first 8). "
+        f"`exact` at its default budget ({DEFAULT_BUDGET_S:g} s), times including the stage "
+        "table; *states* = the largest usage dimension the capacity DP tracked; *ILP* = "
+        "instances routed to the integer programme; *proven* = optimal with no gap note. "
+        f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC in {time.time() - started:.0f} s, "
+        f"load average {load:.1f} at the start and {os.getloadavg()[0]:.1f} at the end on "
+        f"{os.cpu_count()} shared cores (wall times under that load; CPU s is this "
+        "process's own time).",
+        "",
+        "| L | R | caps | instances | median s | max s | max CPU s | states | ILP | proven | "
+        "worst gap | before (issue 18) | goal | met (wall) | met (CPU) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        *rows,
+        STRESS_END,
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def stress_only(out: Path) -> int:
+    section = stress_section()
+    text = out.read_text() if out.exists() else "# Planner benchmark\n"
+    if STRESS_BEGIN in text and STRESS_END in text:
+        head, rest = text.split(STRESS_BEGIN, 1)
+        text = head + section.rstrip("\n") + rest.split(STRESS_END, 1)[1]
+    else:
+        marker = "\n## Gap to the exact optimum"
+        head, sep, tail = text.partition(marker)
+        text = head.rstrip("\n") + "\n\n" + section + (sep + tail if sep else "")
+    out.write_text(text)
+    print(f"wrote the stress grid into {out}", file=sys.stderr)
+    return 0
+
+
 def frontier_time() -> list[float]:
     times = []
     for seed in range(5):
@@ -229,6 +324,7 @@ def render(
     elapsed: float,
     load_before: tuple[float, float, float],
     agreement: tuple[int, int, int],
+    stress: str,
 ) -> str:
     cmd = "bench/planners.py" + (" --quick" if args.quick else "") + (
         f" --seeds {args.seeds}" if args.seeds else ""
@@ -277,6 +373,7 @@ def render(
         f"{coupled} of them the caps bind across non-adjacent stages, so the relaxed DP alone "
         "would have returned an infeasible plan.",
     ]
+    lines += ["", stress.rstrip("\n")]
     lines += ["", "## Gap to the exact optimum, all generated instances", ""]
     lines += gap_table(rows)
     for caps in (False, True):

@@ -275,8 +275,7 @@ def stress_instance(
         return Instance.from_dict(inst.to_dict())
     used: dict[str, float] = {}
     for first, last, res in runs:
-        stages = table.by_resource[table.resources.index(res)]
-        used[res] = used.get(res, 0) + int(stages.units[first, last])
+        used[res] = used.get(res, 0) + table.stage(table.resources.index(res), first, last)[0]
     spend = sorted(used, key=lambda r: -used[r] * inst.resource(r).price_per_hour)
     capped = 0
     for name in spend:

@@ -178,9 +178,9 @@ def capped_upper_bound(table: StageTable) -> float:
         used: dict[str, int] = {}
         cost = 0.0
         for first, last, res in runs:
-            stages = table.by_resource[table.resources.index(res)]
-            used[res] = used.get(res, 0) + int(stages.units[first, last])
-            cost += float(stages.cost[first, last])
+            units, stage_cost, _ = table.stage(table.resources.index(res), first, last)
+            used[res] = used.get(res, 0) + units
+            cost += stage_cost
         over = {r for r, u in used.items() if u > table.instance.resource(r).count}
         if not over:
             return cost

@@ -102,7 +102,7 @@ class ResourceTypeViewSet(viewsets.ModelViewSet):
             raise _drf(exc) from exc
         return Response(status=status.HTTP_204_NO_CONTENT)
 
-    @extend_schema(responses={200: dict})
+    @extend_schema(responses={200: {"type": "array", "items": {"type": "object"}}})
     @action(detail=False, methods=["get"])
     def catalogue(self, request: Request) -> Response:
         """The hardware catalogue a resource type can start from (list prices, specs)."""
