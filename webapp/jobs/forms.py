@@ -30,7 +30,8 @@ class ApproveForm(forms.Form):
     steps = form_number("steps", initial=40,
                         help_text="pipeline: mini-batches, whole rounds of every stage; "
                                   "data-parallel: local steps of all workers together")
-    sync_mode = forms.ChoiceField(required=False, label="Pipeline sync mode",
+    sync_mode = forms.ChoiceField(choices=pipeline.sync_mode_choices, initial="bsp",
+                                  required=False, label="Pipeline sync mode",
                                   help_text="how replicas and the parameter server agree")
     batch_size = form_number("batch_size", required=False,
                              help_text="samples per mini-batch (default: the plan's); "
@@ -38,7 +39,8 @@ class ApproveForm(forms.Form):
     micro_batches = form_number("micro_batches", required=False,
                                 help_text="pipeline micro-batches (default 4, 1 stage: 1)")
     lr = form_number("lr", initial=0.05, label="Learning rate")
-    dp_mode = forms.ChoiceField(required=False, label="Data-parallel sync mode",
+    dp_mode = forms.ChoiceField(choices=dataparallel.mode_choices, initial="ashl",
+                                required=False, label="Data-parallel sync mode",
                                 help_text="how the workers synchronise (parameters below)")
     dp_workers = forms.IntegerField(min_value=1, max_value=dataparallel.MAX_WORKERS,
                                     initial=dataparallel.DEFAULT_WORKERS, required=False,
@@ -46,7 +48,8 @@ class ApproveForm(forms.Form):
     dp_slowdowns = forms.CharField(required=False, max_length=400, initial="1,1,4",
                                    label="Per-worker slowdowns (emulated)",
                                    help_text=SLOWDOWN_HELP)
-    dp_backend = forms.ChoiceField(required=False, initial="emulated", label="Backend",
+    dp_backend = forms.ChoiceField(choices=dataparallel.backend_choices, required=False,
+                                   initial="emulated", label="Backend",
                                    help_text="emulated time is repeatable; processes measure "
                                              "real concurrency on this machine")
 
@@ -56,11 +59,6 @@ class ApproveForm(forms.Form):
 
     def __init__(self, *args: Any, resources: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["sync_mode"].choices = pipeline.sync_mode_choices()
-        self.fields["sync_mode"].initial = "bsp"
-        self.fields["dp_mode"].choices = dataparallel.mode_choices()
-        self.fields["dp_mode"].initial = "ashl"
-        self.fields["dp_backend"].choices = dataparallel.backend_choices()
         self.resources = resources
         for name in resources:
             # Not required here: a data-parallel run has no binding. A pipeline run's runner
