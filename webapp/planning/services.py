@@ -188,7 +188,7 @@ def start_planning(
 def solve_request(request_id: int, progress: ProgressCallback = no_progress) -> dict[str, Any]:
     """Run every chosen scheduler on the request's instance and store one result each,
     then the gaps to the exact optimum, the chosen plan and the frontier. Idempotent: a
-    rerun replaces the results."""
+    rerun updates the results in place (same ids)."""
     request = PlanningRequest.objects.get(pk=request_id)
     instance = Instance.from_dict(request.instance)
     names = request.schedulers
@@ -228,12 +228,24 @@ def _store_results(request: PlanningRequest, plans: dict[str, Plan | None],
         if plan is not None and is_better(plan, plans[best_name] if best_name else None):
             best_name = name
     optimum = reference.cost_per_hour if reference.feasible else None
+    # In place: a re-solve rewrites each scheduler's row and keeps its id, so jobs made
+    # from a result and links to it keep working; rows of other origins stay as they are.
+    fields = ["plan", "feasible", "cost_per_hour", "throughput", "solve_time_s",
+              "gap_to_exact", "chosen", "error"]
     with transaction.atomic():
-        request.results.all().delete()
-        PlanResult.objects.bulk_create([
-            _result(request, name, plan, errors.get(name, ""), optimum, name == best_name)
-            for name, plan in plans.items()
-        ])
+        existing = {r.scheduler: r for r in
+                    request.results.select_for_update().filter(scheduler__in=list(plans))}
+        request.results.filter(chosen=True).update(chosen=False)
+        for name, plan in plans.items():
+            fresh = _result(request, name, plan, errors.get(name, ""), optimum,
+                            name == best_name)
+            row = existing.get(name)
+            if row is None:
+                fresh.save()
+                continue
+            for field in fields:
+                setattr(row, field, getattr(fresh, field))
+            row.save(update_fields=fields)
         request.frontier = points
         request.save(update_fields=["frontier"])
 
