@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from django.conf import settings
@@ -9,7 +10,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
 from webapp.background import leases, sweeper
-from webapp.demo import load_demo
+from webapp.demo import demo_wanted, load_demo
 from webapp.ops.services import ensure_admin
 
 # How long running work gets to stop after SIGTERM / Ctrl-C before the process exits.
@@ -22,7 +23,11 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", type=int, default=8000)
-        parser.add_argument("--no-demo", action="store_true", help="skip the demo data")
+        demo = parser.add_mutually_exclusive_group()
+        demo.add_argument("--demo", dest="demo", action="store_true", default=None,
+                          help="load the demo data (once; the default only in embedded mode)")
+        demo.add_argument("--no-demo", dest="demo", action="store_false",
+                          help="skip the demo data")
         parser.add_argument(
             "--worker-threads", type=int, default=2,
             help="threads of the embedded Celery worker (embedded mode only)",
@@ -41,7 +46,7 @@ class Command(BaseCommand):
                 f"Password: {password}\nThis password is shown only now "
                 "(change it later with `manage.py changepassword`).\n"
             ))
-        if not options["no_demo"]:
+        if demo_wanted(settings.MODE.name, os.environ, options["demo"]):
             for name, created in load_demo(admin).items():
                 self.stdout.write(f"demo {name}: {created} new")
         # Records the last server (or a dead worker) left running or queued are settled
