@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from heterps_core.errors import InstanceError
+from heterps_core.limits import check as bounded
 from heterps_core.validation import (
     check_fields,
     non_empty_string,
@@ -210,11 +211,11 @@ class Instance:
         name = data.get("name", "")
         if not isinstance(name, str):
             raise InstanceError("name", "must be a string")
-        batch_size = positive_int(data["batch_size"], "batch_size")
-        target = positive_number(data["throughput_target"], "throughput_target")
+        batch_size = bounded("batch_size", data["batch_size"])
+        target = bounded("throughput_target", data["throughput_target"])
         samples = data.get("samples")
         if samples is not None:
-            samples = positive_number(samples, "samples")
+            samples = bounded("samples", samples)
         input_mb = non_negative_number(data.get("input_mb", 0.0), "input_mb")
         resources = _parse_resources(data["resources"])
         layers = _parse_layers(data["layers"], {r.name for r in resources})
@@ -245,10 +246,12 @@ def _parse_resources(raw: Any) -> tuple[Resource, ...]:
             Resource(
                 name=name,
                 kind=non_empty_string(item["kind"], f"{where}.kind"),
-                price_per_hour=positive_number(item["price_per_hour"], f"{where}.price_per_hour"),
-                count=positive_int(item["count"], f"{where}.count"),
-                memory_gb=positive_number(item["memory_gb"], f"{where}.memory_gb"),
-                network_gbps=positive_number(item["network_gbps"], f"{where}.network_gbps"),
+                price_per_hour=bounded("price_per_hour", item["price_per_hour"],
+                                       f"{where}.price_per_hour"),
+                count=bounded("count", item["count"], f"{where}.count"),
+                memory_gb=bounded("memory_gb", item["memory_gb"], f"{where}.memory_gb"),
+                network_gbps=bounded("network_gbps", item["network_gbps"],
+                                     f"{where}.network_gbps"),
             )
         )
     return tuple(resources)

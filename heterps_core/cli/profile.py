@@ -72,6 +72,10 @@ class ProfileCommand(Command):
                             help="optimizer whose state the memory figures include")
         parser.add_argument("--resources", metavar="CATALOGUE.json",
                             help="resource catalogue (default: the built-in one)")
+        parser.add_argument("--gpu-precision", choices=("fp32", "tf32", "amp", "bf16"),
+                            help="precision every GPU kind trains at for its estimate "
+                                 "(default: each catalogue entry's own, fp32 unless edited); "
+                                 "a GPU without TF32/fp16 tensor cores runs fp32")
         parser.add_argument("--device-kind", metavar="NAME",
                             help="catalogue kind the profiled device is: its times are used "
                                  "as measured instead of estimated")
@@ -96,6 +100,10 @@ class ProfileCommand(Command):
         if args.target is None:
             raise HeterPSError("--target is required (samples/s the plan must sustain)")
         catalogue = _catalogue(args.resources)
+        if args.gpu_precision:
+            from heterps_core.hardware.catalogue import with_precision
+
+            catalogue = with_precision(catalogue, args.gpu_precision)
         profile = _profile(args)
         from heterps_core.profiler.instance_builder import build_instance
 

@@ -19,12 +19,16 @@ from heterps_core.instance import Resource
 
 CATALOGUE_VERSION = 1
 KINDS = ("cpu", "gpu")
+# Training precisions: fp32; tf32 (fp32 storage, matrix products on TF32 tensor cores:
+# Ampere and later); amp (fp16/bf16 mixed precision on tensor cores; "bf16" is an alias).
+PRECISIONS = ("fp32", "tf32", "amp")
+PRECISION_ALIASES = {"bf16": "amp", "fp16": "amp"}
 
 # Fractions of datasheet peaks that well-tuned training kernels reach; the reference device is
 # calibrated instead, so its efficiencies come from measurement.
 DEFAULT_EFFICIENCY = {
-    "cpu": {"compute": 0.6, "bandwidth": 0.7, "kernel_overhead_us": 4.0},
-    "gpu": {"compute": 0.6, "bandwidth": 0.8, "kernel_overhead_us": 8.0},
+    "cpu": {"compute": 0.6, "bandwidth": 0.7, "kernel_overhead_us": 4.0, "gather": 0.5},
+    "gpu": {"compute": 0.8, "bandwidth": 0.8, "kernel_overhead_us": 8.0, "gather": 0.5},
 }
 
 
@@ -55,6 +59,18 @@ class ResourceKind:
     bandwidth_efficiency: float = 0.8
     kernel_overhead_us: float = 8.0  # fixed cost per launched kernel (fwd and bwd)
     source: str = ""  # where the specs and price come from
+    # Issue 18: tensor-core peaks (dense, 10^12 FLOP/s; 0 = none), the precision training
+    # runs at, and the fraction of the streaming bandwidth random embedding rows reach.
+    tf32_tflops: float = 0.0
+    half_tflops: float = 0.0  # fp16/bf16 tensor cores (amp)
+    precision: str = "fp32"
+    gather_efficiency: float = 0.5
+
+    def peak_for(self, precision: str) -> float:
+        """The dense peak (10^12 FLOP/s) of matrix products at `precision`."""
+        peak = {"fp32": self.peak_tflops, "tf32": self.tf32_tflops,
+                "amp": self.half_tflops}[precision]
+        return peak or self.peak_tflops
 
     @property
     def achievable_flops(self) -> float:
@@ -93,6 +109,15 @@ class ResourceKind:
         source = data.get("source", "")
         if not isinstance(source, str):
             raise CatalogueError(f"{where}.source", "must be a string")
+        precision = data.get("precision", "fp32")
+        if not isinstance(precision, str) or (
+            PRECISION_ALIASES.get(precision, precision) not in PRECISIONS
+        ):
+            raise CatalogueError(
+                f"{where}.precision",
+                f"must be one of {', '.join(PRECISIONS)} (or bf16/fp16 for amp), got "
+                f"{precision!r}",
+            )
         count = _positive_int(data.get("count", 8), f"{where}.count")
         efficiency = {
             key: _fraction(
@@ -118,7 +143,36 @@ class ResourceKind:
                 f"{where}.kernel_overhead_us",
             ),
             source=source,
+            tf32_tflops=_non_negative(data.get("tf32_tflops", 0.0), f"{where}.tf32_tflops"),
+            half_tflops=_non_negative(data.get("half_tflops", 0.0), f"{where}.half_tflops"),
+            precision=PRECISION_ALIASES.get(precision, precision),
+            gather_efficiency=_fraction(
+                data.get("gather_efficiency", defaults["gather"]), f"{where}.gather_efficiency"
+            ),
         )
+
+
+def effective_precision(kind: ResourceKind) -> str:
+    """The precision matrix products really run at: a GPU without TF32 (or fp16/bf16)
+    tensor cores runs them in fp32, as PyTorch does with TF32 allowed on a V100."""
+    if kind.precision == "tf32" and kind.tf32_tflops <= 0:
+        return "fp32"
+    if kind.precision == "amp" and kind.half_tflops <= 0:
+        return "fp32"
+    return kind.precision
+
+
+def with_precision(catalogue: Catalogue, precision: str) -> Catalogue:
+    """Every GPU kind of `catalogue` at `precision` (fp32, tf32, amp/bf16); CPUs unchanged."""
+    from dataclasses import replace
+
+    precision = PRECISION_ALIASES.get(precision, precision)
+    if precision not in PRECISIONS:
+        raise CatalogueError("precision", f"must be one of {', '.join(PRECISIONS)}, got "
+                             f"{precision!r}")
+    return Catalogue(tuple(
+        replace(k, precision=precision) if k.kind == "gpu" else k for k in catalogue.kinds
+    ))
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from heterps_core.hardware.catalogue import Catalogue
-from heterps_core.hardware.roofline import estimate, rates_of
+from heterps_core.hardware.roofline import estimate, estimate_operators, rates_of
 from heterps_core.instance import SCHEMA_VERSION, Instance
 from heterps_core.profiler.calibrate import utc_now
 from heterps_core.profiler.chain import ProfileError
@@ -110,8 +110,14 @@ def _figure(
     if resource == measured_kind:
         return Figure(layer.name, resource, layer.time.median_s, "measured",
                       profile.device.label, profile.measured_at, layer.time.to_dict())
-    est = estimate(layer.time.median_s, layer.ops, profile.reference,
-                   rates_of(catalogue.get(resource)))
+    kind = catalogue.get(resource)
+    if kind.kind == "gpu" and layer.ops.classes is not None:
+        # A GPU from operator counts alone (operator-roofline-v2): nothing of the CPU run's
+        # own inefficiency is carried over.
+        gpu = estimate_operators(layer.ops, kind)
+        return Figure(layer.name, resource, gpu.seconds, "estimated", resource, utc_now(),
+                      gpu.to_dict())
+    est = estimate(layer.time.median_s, layer.ops, profile.reference, rates_of(kind))
     detail = est.to_dict()
     detail["reference_measured_at"] = profile.measured_at
     return Figure(layer.name, resource, est.seconds, "estimated", resource, utc_now(), detail)

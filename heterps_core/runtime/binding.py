@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from heterps_core.limits import limit
 from heterps_core.runtime.errors import RunConfigError
 
 
@@ -46,9 +47,11 @@ def parse_target(text: str, where: str = "bind") -> Target:
         return Target("remote", remote_device=tail or "cpu")
     if head == "cpu":
         threads = _count(tail, where, "thread budget") if tail else 1
+        limit("threads").check(threads, where, RunConfigError)
         return Target("cpu", threads=threads)
     if head == "cuda":
         index = _count(tail, where, "GPU index", allow_zero=True) if tail else 0
+        limit("gpu_index").check(index, where, RunConfigError)
         return Target("cuda", index=index)
     raise RunConfigError(
         where, f"unknown target {value!r}; use cpu, cpu:THREADS, cuda:N, remote or remote:cuda"

@@ -67,6 +67,9 @@ def _entry(**changes):
         (_entry(compute_efficiency=1.5), "resources[0].compute_efficiency", "at most 1"),
         (_entry(count=2.5), "resources[0].count", "whole number"),
         (_entry(peak_tflops=float("nan")), "resources[0].peak_tflops", "must be finite"),
+        (_entry(precision="fp8"), "resources[0].precision", "must be one of fp32, tf32, amp"),
+        (_entry(tf32_tflops=-1), "resources[0].tf32_tflops", "must not be negative"),
+        (_entry(gather_efficiency=0), "resources[0].gather_efficiency", "greater than 0"),
         ({k: v for k, v in _entry().items() if k != "memory_gb"}, "resources[0].memory_gb",
          "missing required field"),
     ],
@@ -99,8 +102,9 @@ def test_defaults_fill_in_efficiencies_by_kind():
     entry = {k: v for k, v in _entry().items()
              if k not in ("compute_efficiency", "bandwidth_efficiency", "kernel_overhead_us")}
     kind = ResourceKind.from_dict(json.loads(json.dumps(entry)))
-    assert kind.compute_efficiency == 0.6 and kind.bandwidth_efficiency == 0.8
-    assert kind.kernel_overhead_us == 8.0
+    assert kind.compute_efficiency == 0.8 and kind.bandwidth_efficiency == 0.8
+    assert kind.kernel_overhead_us == 8.0 and kind.gather_efficiency == 0.5
+    assert kind.precision == "fp32"
 
 
 def test_get_and_select():
@@ -109,3 +113,25 @@ def test_get_and_select():
     assert catalogue.select(["gpu-t4", "cpu-r6i.8xlarge"]).names == ["gpu-t4", "cpu-r6i.8xlarge"]
     with pytest.raises(CatalogueError, match="no kind named 'tpu'"):
         catalogue.get("tpu")
+
+
+def test_precision_field_picks_the_matching_peak():
+    from heterps_core.hardware.catalogue import effective_precision, with_precision
+
+    catalogue = default_catalogue()
+    a100, v100 = catalogue.get("gpu-a100"), catalogue.get("gpu-v100")
+    assert (a100.peak_for("fp32"), a100.peak_for("tf32"), a100.peak_for("amp")) == (
+        19.5, 156.0, 312.0)
+    tf32 = with_precision(catalogue, "tf32")
+    assert effective_precision(tf32.get("gpu-a100")) == "tf32"
+    # a V100 has no TF32 tensor cores: PyTorch runs its matrix products in fp32
+    assert effective_precision(tf32.get("gpu-v100")) == "fp32"
+    assert effective_precision(with_precision(catalogue, "bf16").get("gpu-v100")) == "amp"
+    assert v100.peak_for("amp") == 125.0
+    cpu = with_precision(catalogue, "amp").get("cpu-c6i.8xlarge")
+    assert cpu.precision == "fp32"  # CPUs keep fp32
+    again = Catalogue.from_dict(json.loads(tf32.to_json()))
+    assert again.get("gpu-a100").precision == "tf32"
+    assert ResourceKind.from_dict({**_entry(), "precision": "bf16"}).precision == "amp"
+    with pytest.raises(CatalogueError, match="precision"):
+        with_precision(catalogue, "int8")

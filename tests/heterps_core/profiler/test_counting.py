@@ -1,3 +1,4 @@
+import pytest
 import torch
 from torch import nn
 
@@ -33,3 +34,29 @@ def test_views_are_free():
     x = torch.randn(8, 8)
     assert count_ops(lambda: x.view(64)).kernels == 0
     assert count_ops(lambda: x.t().unsqueeze(0)).kernels == 0
+
+
+def test_operator_classes_add_up_and_match_torch_flop_counter():
+    from torch.utils.flop_counter import FlopCounterMode
+
+    model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 8))
+    x = torch.randn(32, 64, requires_grad=True)
+    count = count_ops(_fwd_bwd(model, x))
+    assert count.classes is not None
+    classes = count.classes
+    assert sum(c.kernels for c in classes.values()) == count.kernels
+    assert sum(c.bytes for c in classes.values()) == pytest.approx(count.bytes)
+    assert classes["gemm"].flops == count.flops
+    assert sum(f for f, _ in count.gemms) == count.flops and len(count.gemms) == 6
+    reference = FlopCounterMode(display=False)
+    with reference:
+        _fwd_bwd(model, x)()
+    assert count.flops == reference.get_total_flops()
+    assert classes["memory"].kernels > 0 and classes["gather"].kernels == 0
+
+
+def test_lookups_and_their_sparse_backward_are_gathers():
+    count = count_ops(_fwd_bwd(nn.Embedding(1_000, 8, sparse=True), torch.randint(0, 1000, (64,))))
+    assert count.classes is not None
+    assert count.classes["gather"].kernels >= 2  # the lookup and its backward
+    assert count.classes["gemm"].kernels == 0

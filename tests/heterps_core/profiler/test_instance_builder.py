@@ -44,8 +44,15 @@ def test_every_number_says_where_it_comes_from(profile):
     assert measured.device.startswith("cpu (1 threads") and measured.at == profile.measured_at
     estimated = figures[("fc1", "gpu-a100")]
     assert estimated.source == "estimated" and estimated.device == "gpu-a100"
-    assert estimated.detail["bound"] in ("compute", "memory")
-    assert estimated.detail["reference_measured_at"] == profile.measured_at
+    # GPUs: operator classes at the GPU's own rates (issue 18), each part recorded
+    assert estimated.detail["rule"] == "operator-roofline-v2"
+    assert estimated.detail["precision"] == "fp32"
+    assert estimated.detail["bound"] in ("compute", "memory", "gather", "launch")
+    parts = sum(estimated.detail[k] for k in ("gemm_s", "memory_s", "gather_s", "launch_s"))
+    assert parts == pytest.approx(estimated.seconds)
+    cpu = figures[("fc1", "cpu-c6i.8xlarge")]  # CPUs: the measurement scaled (ratio rule)
+    assert cpu.detail["rule"] == "roofline-ratio-v1"
+    assert cpu.detail["reference_measured_at"] == profile.measured_at
     provenance = built.provenance()
     assert provenance["profile"]["model"] == "ctr_dnn"
     assert len(provenance["compute_s"]) == len(built.figures)
@@ -78,3 +85,25 @@ def test_unknown_measured_kind_is_reported(profile):
 def test_bad_target_names_the_field(profile):
     with pytest.raises(InstanceError, match="throughput_target"):
         build_instance(profile, default_catalogue(), -1)
+
+
+def test_gpu_estimates_follow_the_precision_and_ignore_the_cpu_time(profile):
+    from dataclasses import replace
+
+    from heterps_core.hardware.catalogue import with_precision
+
+    catalogue = default_catalogue().select(["cpu-c6i.8xlarge", "gpu-a100", "gpu-v100"])
+    fp32 = build_instance(profile, catalogue, 50_000).instance
+    tf32 = build_instance(profile, with_precision(catalogue, "tf32"), 50_000).instance
+    fc2_fp32, fc2_tf32 = fp32.layers[2].compute_s, tf32.layers[2].compute_s
+    assert fc2_tf32["gpu-a100"] < fc2_fp32["gpu-a100"]
+    assert fc2_tf32["gpu-v100"] == fc2_fp32["gpu-v100"]  # no TF32 on a V100
+    assert fc2_tf32["cpu-c6i.8xlarge"] == fc2_fp32["cpu-c6i.8xlarge"]
+    # A 10x slower CPU measurement changes the CPU figures, not the GPU ones.
+    slow_layers = tuple(
+        replace(layer, time=replace(layer.time, median_s=layer.time.median_s * 10))
+        for layer in profile.layers
+    )
+    slow = build_instance(replace(profile, layers=slow_layers), catalogue, 50_000).instance
+    assert slow.layers[2].compute_s["gpu-a100"] == fc2_fp32["gpu-a100"]
+    assert slow.layers[2].compute_s["cpu-c6i.8xlarge"] > 5 * fc2_fp32["cpu-c6i.8xlarge"]
