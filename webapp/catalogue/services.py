@@ -17,6 +17,8 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from heterps_core import limits
+from heterps_core.errors import InstanceError
 from heterps_core.hardware import default_catalogue
 from heterps_core.hardware.catalogue import KINDS, CatalogueError, ResourceKind
 from webapp.catalogue.models import ResourceType
@@ -24,13 +26,7 @@ from webapp.projects.models import Project
 from webapp.projects.permissions import Action, AnyUser, check
 
 FIELDS = ("name", "kind", "price_per_hour", "count", "memory_gb", "network_gbps")
-# Upper bounds: far beyond any real unit, low enough that the cost model's sums stay finite.
-MAX_PRICE_PER_HOUR = 10_000.0
-MAX_COUNT = 100_000
-MAX_MEMORY_GB = 100_000.0
-MAX_NETWORK_GBPS = 100_000.0
-_UPPER = {"price_per_hour": MAX_PRICE_PER_HOUR, "count": MAX_COUNT,
-          "memory_gb": MAX_MEMORY_GB, "network_gbps": MAX_NETWORK_GBPS}
+NUMBERS = ("price_per_hour", "count", "memory_gb", "network_gbps")  # ranges: heterps_core.limits
 NAME_MAX = 60
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -49,8 +45,9 @@ def template(name: str) -> ResourceKind:
 
 
 def clean(data: dict[str, Any]) -> dict[str, Any]:
-    """The six fields of a resource type, checked by the core's catalogue validator plus
-    this service's bounds; ValidationError({field: problem}) names the field."""
+    """The six fields of a resource type, checked by the core's catalogue validator and the
+    core's documented ranges (heterps_core.limits); ValidationError({field: problem})
+    names the field."""
     missing = [f for f in FIELDS if data.get(f) in (None, "")]
     if missing:
         raise ValidationError({f: "this field is required" for f in missing})
@@ -62,7 +59,7 @@ def clean(data: dict[str, Any]) -> dict[str, Any]:
     if kind not in KINDS:
         raise ValidationError({"kind": f"must be one of {', '.join(KINDS)}, got {kind!r}"})
     values = {"name": name, "kind": kind}
-    for field in ("price_per_hour", "count", "memory_gb", "network_gbps"):
+    for field in NUMBERS:
         values[field] = _number(data[field], field)
     # Only the fields a project sets are checked; the specs behind estimates come from a
     # default kind (profiling.hardware), so any entry of the same kind stands in here.
@@ -73,9 +70,11 @@ def clean(data: dict[str, Any]) -> dict[str, Any]:
     except CatalogueError as exc:
         field = exc.field.removeprefix(f"{name}.")
         raise ValidationError({field if field in FIELDS else "__all__": exc.problem}) from exc
-    for field, most in _UPPER.items():
-        if getattr(checked, field) > most:
-            raise ValidationError({field: f"must be at most {most:g}"})
+    for field in NUMBERS:  # the documented ranges every entry point shares
+        try:
+            limits.check(field, getattr(checked, field))
+        except InstanceError as exc:
+            raise ValidationError({field: exc.problem}) from exc
     return {"name": checked.name, "kind": checked.kind,
             "price_per_hour": checked.price_per_hour, "count": checked.count,
             "memory_gb": checked.memory_gb, "network_gbps": checked.network_gbps}
