@@ -13,7 +13,8 @@ uses two or more resource types are kept; how many were dropped is reported):
 
 Columns, each a gap to the exact optimum (cost / optimum - 1):
 - `scratch` : `--from-scratch --policy-only`: a fresh policy trained on the instance for
-  `--scratch-s` (60) s, its best sampled plan; no search, no fallback (`gen` and `zoo`).
+  `--scratch-s` (60) s (`--zoo-scratch-s`, 20 s, on the zoo's 3-9 layer chains), its best
+  sampled plan; no search, no fallback (`gen` and `zoo`).
 - `pre greedy`, `pre best-of-32`: the shipped policy zero-shot: its greedy decode, and
   `--pretrained --policy-only` (best of greedy + 31 samples); no search, no fallback.
 - `pipeline`: the default `rl` scheduler (pretrained warm start, fine-tuning, iterated local
@@ -149,9 +150,10 @@ def run_instance(instance: Instance, group: str, caps: bool, args: argparse.Name
     row.gaps["pre greedy"] = gap(zs.greedy.cost if zs.greedy else None, row.optimum)
     row.gaps["pre best-of-32"] = gap(zs.final.cost_per_hour if zs.final else None, row.optimum)
 
-    if group != "large" and args.scratch_s > 0:
+    scratch_s = args.zoo_scratch_s if group == "zoo" else args.scratch_s
+    if group != "large" and scratch_s > 0:
         t = time.perf_counter()
-        sc = plan_with_rl(instance, seed=0, budget_s=args.scratch_s, from_scratch=True,
+        sc = plan_with_rl(instance, seed=0, budget_s=scratch_s, from_scratch=True,
                           policy_only=True)
         row.times["scratch"] = time.perf_counter() - t
         row.gaps["scratch"] = gap(sc.final.cost_per_hour if sc.final else None, row.optimum)
@@ -326,6 +328,8 @@ def main() -> int:
     parser.add_argument("--large", type=lambda s: [int(x) for x in s.split(",") if x],
                         default=[64, 96, 128])
     parser.add_argument("--scratch-s", type=float, default=60.0)
+    parser.add_argument("--zoo-scratch-s", type=float, default=20.0,
+                        help="from-scratch budget on the zoo's 3-9 layer chains")
     parser.add_argument("--pipeline-s", type=float, default=10.0)
     parser.add_argument("--no-zoo", dest="zoo", action="store_false")
     parser.add_argument("--zoo-cache", default="/tmp/heterps-rl-bench-zoo-v2")
@@ -334,6 +338,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.quick:
         args.layers, args.large, args.scratch_s, args.pipeline_s, args.zoo = [16], [], 3, 2, False
+        args.zoo_scratch_s = 3
     load_start = uptime()
     start = time.perf_counter()
     log: list[str] = []

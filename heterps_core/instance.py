@@ -17,7 +17,6 @@ from heterps_core.validation import (
     check_fields,
     non_empty_string,
     non_negative_number,
-    positive_int,
     positive_number,
 )
 

@@ -49,7 +49,9 @@ class TrainConfig:
     patience: int | None = 60  # stop after this many updates without a new best plan
     grad_clip: float = 1.0
     reward: str = "togo"  # "togo", "log" or "clipped" (module docstring)
-    self_imitation: float = 0.5  # weight of the self-imitation term; 0 turns it off
+    # Weight of the self-imitation term (0 turns it off). 0.5 made some 48-layer capped runs
+    # collapse onto a bad plan early; 0.1 kept the speed-up (docs/benchmarks/rl-ablation.md).
+    self_imitation: float = 0.1
     elite: int = 4  # how many of its own best plans the policy imitates
     dynamic_mask: bool = True  # mask choices the cost model says cannot end feasible
 
