@@ -37,6 +37,7 @@ from workers.agents import (
     dispatch_agents,
     queue_for,
     remote_units,
+    serving,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -196,6 +197,20 @@ def machines(
     for machine in started:
         _wait_or_kill(machine)
     assert live_processes(f"-{tag}@") == []
+
+
+@pytest.mark.production
+def test_serving_names_the_types_a_live_worker_takes_agents_for(
+    machines: tuple[Celery, list[str]],
+) -> None:
+    # What the approve form asks before it accepts a `remote` binding (issue 17 item 3).
+    client, types = machines
+    deadline = time.monotonic() + 90  # the two machines may still be starting
+    while (found := serving([*types, "nobody-serves-this"], celery_app=client)) != set(types):
+        if time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert found == set(types)
 
 
 @pytest.mark.production
