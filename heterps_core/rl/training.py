@@ -245,43 +245,6 @@ def _train_on_instance(
     return InstanceTraining(problem, update, time.perf_counter() - start, history)
 
 
-def imitate(
-    policy: LayerPolicy,
-    problems: Sequence[Problem],
-    targets: Sequence[Sequence[int]],
-    steps: int,
-    seed: int = 0,
-    lr: float = 3e-3,
-    instances_per_step: int = 8,
-    progress: ProgressCallback = no_progress,
-) -> list[dict[str, float]]:
-    """Warm start by imitation: maximise the log-probability of known good plans (the exact
-    optimum of each training instance), teacher-forced. Policy gradient alone spends most of a
-    small CPU budget rediscovering what such plans look like."""
-    with one_thread():
-        torch.manual_seed(seed)
-        rng = np.random.default_rng(seed)
-        optimizer = torch.optim.Adam(policy.parameters(), lr=lr)
-        forced = [torch.tensor([list(t)], dtype=torch.long) for t in targets]
-        per_step = min(instances_per_step, len(problems))
-        history: list[dict[str, float]] = []
-        policy.train()
-        for step in range(1, steps + 1):
-            optimizer.zero_grad()
-            total = 0.0
-            for index in rng.choice(len(problems), size=per_step, replace=False):
-                i = int(index)
-                rollout = policy.rollout(problems[i].encoded, 1, forced=forced[i])
-                loss = -rollout.log_prob.mean() / problems[i].encoded.n_layers / per_step
-                loss.backward()
-                total += float(loss.detach())
-            optimizer.step()
-            row = {"update": step, "nll_per_layer": total}
-            history.append(row)
-            progress(Progress(step, steps, "imitating exact plans", row))
-        return history
-
-
 def pretrain(
     instances: Sequence[Instance],
     updates: int,
