@@ -332,6 +332,7 @@ def main() -> None:
         uptime_before = Path("/proc/loadavg").read_text().split()[:3]
         threads_before = _threads(server.pid)
         cpu_before, wall_before = _cpu_s(server.pid), time.monotonic()
+        client_cpu_before = _cpu_s(os.getpid())
         stats = Stats()
         stop = threading.Event()
         watch: dict[str, Any] = {}
@@ -354,7 +355,9 @@ def main() -> None:
         time.sleep(10)  # idle: threads and connections should fall back
         stop.set()
         monitor_thread.join(10)
-        watch["cpu_share"] = (watch["cpu"] - cpu_before) / (time.monotonic() - 10 - wall_before)
+        wall = time.monotonic() - 10 - wall_before
+        watch["cpu_share"] = (watch["cpu"] - cpu_before) / wall
+        watch["client_cpu_share"] = (_cpu_s(os.getpid()) - client_cpu_before) / wall
         threads_after = _threads(server.pid)
         uptime_after = Path("/proc/loadavg").read_text().split()[:3]
         import psycopg
@@ -432,11 +435,12 @@ def write(args: Any, stats: Stats, ws: dict[str, Any], watch: dict[str, Any],
         f"peak {watch.get('total_peak', 0)} in all, mean {watch.get('total_mean', 0):.1f}; "
         f"peak per application {dict(sorted(watch.get('peak', {}).items()))}; "
         f"{idle_after} left 10 s after the load (the web pool keeps min_size=1). The web "
-        "server's pool is bounded at 16 (HETERPS_DB_POOL_MAX); requests beyond it wait.",
+        "server's pool is bounded at 20 (HETERPS_DB_POOL_MAX); requests beyond it wait.",
         f"- Server threads: {threads_before} before, peak {watch.get('threads_peak', 0)}, "
         f"{threads_after} 10 s after the load.",
         f"- Server CPU during the load: {watch.get('cpu_share', 0):.2f} cores on average "
-        "(one Daphne process runs Python on at most one core at a time).",
+        "(one Daphne process runs Python on at most one core at a time); this benchmark's "
+        f"own clients: {watch.get('client_cpu_share', 0):.2f} cores.",
         "",
     ]
     text = "\n".join(lines)

@@ -22,8 +22,8 @@ import dj_database_url
 TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 FALSE_WORDS = frozenset({"0", "false", "no", "off", ""})
 REDIS_SOCKET_TIMEOUT_S = 30.0
-DB_POOL_MAX = 16  # connections one web server process holds at most
-DB_POOL_TIMEOUT_S = 10.0  # a request waits this long for a free one, then fails
+DB_POOL_MAX = 20  # connections one web server process holds at most
+DB_POOL_TIMEOUT_S = 30.0  # a request waits this long for a free one, then fails (500)
 
 
 class SettingsError(ValueError):
