@@ -100,18 +100,11 @@ class Job(ProjectOwned):
                 if k in self.options}
 
     @property
-    def runner_label(self) -> str:
-        from webapp.jobs import runners  # the registry imports this module
-
-        runner = runners.RUNNERS.get(self.runner)
-        return runner.label if runner else self.runner
-
-    @property
     def flushed_throughput(self) -> float | None:
         """For a pipeline run whose sync mode drains every mini-batch (`bsp`) of a multi-stage
         plan, the estimate with the stages taking turns: that, not `predicted_throughput`, is
         what such a run can reach. None where it does not apply (the job's runner says)."""
-        from webapp.jobs import runners
+        from webapp.jobs import runners  # the registry imports this module
 
         runner = runners.RUNNERS.get(self.runner)
         return runner.flushed_throughput(self) if runner else None
