@@ -94,7 +94,12 @@ DATABASES = environment.databases(os.environ, VAR_DIR)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 CHANNEL_LAYERS = environment.channel_layers(os.environ)
 globals().update(environment.celery_settings(os.environ))
-globals().update(environment.work_timing(os.environ))
+# Named one by one (not globals().update) so that type checkers see the settings.
+_TIMING = environment.work_timing(os.environ)
+WORK_LEASE_S = _TIMING["WORK_LEASE_S"]
+WORK_HEARTBEAT_S = _TIMING["WORK_HEARTBEAT_S"]
+WORK_SWEEP_S = _TIMING["WORK_SWEEP_S"]
+WORK_REQUEUE_S = _TIMING["WORK_REQUEUE_S"]
 # Attempts of a kind that may start over (WorkKind.retryable) before a lost worker fails it.
 WORK_MAX_ATTEMPTS = 2
 
