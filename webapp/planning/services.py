@@ -134,6 +134,7 @@ def build_request_instance(
     resource_types = list(cluster.resource_types.all())
     if not resource_types:
         raise ValidationError({"cluster": f"{cluster.name} has no resource types"})
+    _check_stored_types(resource_types)
     try:
         built = build_instance(ModelProfile.from_dict(run.profile), catalogue_for(resource_types),
                                throughput_target=target, samples=samples,
@@ -144,6 +145,22 @@ def build_request_instance(
     for figure in provenance:
         figure.pop("detail", None)  # the roofline working is in the profile run
     return built.instance, provenance, run.pk
+
+
+def _check_stored_types(resource_types: list[ResourceType]) -> None:
+    """Rows stored before the catalogue's validation (or by hand) are named, with the field,
+    instead of failing later as `resources[2].price_per_hour`."""
+    from webapp.catalogue.services import FIELDS, clean
+
+    for resource_type in resource_types:
+        try:
+            clean({f: getattr(resource_type, f) for f in FIELDS})
+        except ValidationError as exc:
+            problems = "; ".join(f"{field} {' '.join(msgs)}"
+                                 for field, msgs in exc.message_dict.items())
+            raise ValidationError({"cluster": (
+                f"resource type {resource_type.name}: {problems}; edit it on the project "
+                "page")}) from exc
 
 
 def start_planning(

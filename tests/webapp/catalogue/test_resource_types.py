@@ -146,3 +146,18 @@ def test_admin_uses_the_same_validation(personas: Any) -> None:
     with pytest.raises(ValidationError) as caught:
         bad.full_clean()
     assert "kind" in caught.value.message_dict or "price_per_hour" in caught.value.message_dict
+
+
+def test_a_bad_stored_type_is_named_when_planning(personas: Any, profiled: Any) -> None:
+    """A row from before the validation (price 0) is refused by name, not as resources[i]."""
+    from webapp.planning.services import create_cluster, start_planning
+
+    good = services.create(personas.member, personas.project, {**GOOD, "name": "ok"})
+    bad = ResourceType.objects.create(project=personas.project, **{**GOOD, "name": "free",
+                                                                   "price_per_hour": 0})
+    cluster = create_cluster(personas.member, personas.project, "mixed", [good, bad])
+    with pytest.raises(ValidationError) as caught:
+        start_planning(personas.member, profiled.model, cluster, 1000, ["exact"])
+    problem = " ".join(caught.value.message_dict["cluster"])
+    assert "resource type free: price_per_hour must be greater than 0" in problem
+    assert "resources[" not in problem
