@@ -15,7 +15,7 @@ from webapp.catalogue.models import ResourceType
 from webapp.modelzoo.models import RegisteredModel
 from webapp.planning import services
 from webapp.planning.models import Cluster, PlanningRequest, PlanResult
-from webapp.projects.permissions import Action, get_owned, get_project, visible
+from webapp.projects.permissions import Action, get_owned, get_project, valid_id, visible
 
 
 class ClusterSerializer(serializers.ModelSerializer):
@@ -31,6 +31,12 @@ class CreateClusterSerializer(serializers.Serializer):
     resource_types = serializers.ListField(child=api_id(), max_length=1000)
     description = serializers.CharField(required=False, default="", allow_blank=True,
                                         max_length=500)
+
+
+class UpdateClusterSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=80, required=False)
+    resource_types = serializers.ListField(child=api_id(), max_length=1000, required=False)
+    description = serializers.CharField(required=False, allow_blank=True, max_length=500)
 
 
 class PlanResultSerializer(serializers.ModelSerializer):
@@ -100,6 +106,35 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         except ValidationError as exc:
             raise exceptions.ValidationError(exc.message_dict) from exc
         return Response(ClusterSerializer(cluster).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=UpdateClusterSerializer, responses={200: ClusterSerializer})
+    def partial_update(self, request: Request, pk: str | None = None) -> Response:
+        cluster = get_owned(request.user, Cluster.objects.all(), valid_id(pk) or 0, Action.EDIT)
+        change = UpdateClusterSerializer(data=request.data)
+        change.is_valid(raise_exception=True)
+        data = change.validated_data
+        types = list(cluster.resource_types.all())
+        if "resource_types" in data:
+            types = list(ResourceType.objects.filter(project_id=cluster.project_id,
+                                                     pk__in=data["resource_types"]))
+            if len(types) != len(set(data["resource_types"])):
+                raise exceptions.ValidationError(
+                    {"resource_types": ["must name resource types of this project"]})
+        try:
+            cluster = services.update_cluster(
+                request.user, cluster, data.get("name", cluster.name), types,
+                data.get("description", cluster.description))
+        except ValidationError as exc:
+            raise exceptions.ValidationError(exc.message_dict) from exc
+        return Response(ClusterSerializer(cluster).data)
+
+    def destroy(self, request: Request, pk: str | None = None) -> Response:
+        cluster = get_owned(request.user, Cluster.objects.all(), valid_id(pk) or 0, Action.EDIT)
+        try:
+            services.delete_cluster(request.user, cluster)
+        except ValidationError as exc:
+            raise exceptions.ValidationError(exc.message_dict) from exc
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class PlanningRequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,

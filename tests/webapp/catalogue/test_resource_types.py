@@ -161,3 +161,21 @@ def test_a_bad_stored_type_is_named_when_planning(personas: Any, profiled: Any) 
     problem = " ".join(caught.value.message_dict["cluster"])
     assert "resource type free: price_per_hour must be greater than 0" in problem
     assert "resources[" not in problem
+
+
+def test_clusters_edit_and_delete_over_the_api(personas: Any, login: Any) -> None:
+    from webapp.planning.services import create_cluster
+
+    one = services.create(personas.member, personas.project, GOOD)
+    two = services.create(personas.member, personas.project, {**GOOD, "name": "v100"})
+    cluster = create_cluster(personas.member, personas.project, "c", [one])
+    client = login(personas.member)
+    changed = client.patch(f"/api/clusters/{cluster.pk}/", {"name": "both",
+                                                             "resource_types": [one.pk, two.pk]},
+                           content_type="application/json")
+    assert changed.status_code == 200, changed.content
+    assert changed.json()["name"] == "both" and len(changed.json()["resource_types"]) == 2
+    assert login(personas.viewer).delete(f"/api/clusters/{cluster.pk}/").status_code == 403
+    assert login(personas.outsider).patch(f"/api/clusters/{cluster.pk}/", {"name": "x"},
+                                          content_type="application/json").status_code == 404
+    assert login(personas.member).delete(f"/api/clusters/{cluster.pk}/").status_code == 204
