@@ -10,6 +10,7 @@ enough that the longest solve stays within the work budgets.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +27,7 @@ class Limit:
     low_inclusive: bool = True  # False: the value must be greater than `low`
 
     def check(self, value: Any, where: str | None = None,
-              error: type[InstanceError] = InstanceError) -> Any:
+              error: Callable[[str, str], Exception] = InstanceError) -> Any:
         """`value` if it is a number in range (an int for integer limits), else `error`
         naming `where` (default: the limit's name), the problem and the range."""
         where = where or self.name
@@ -34,6 +35,11 @@ class Limit:
             raise error(where, f"must be a number, got {value!r}")
         if isinstance(value, float) and not math.isfinite(value):
             raise error(where, f"must be finite, got {value!r}")
+        # The low side in the words the core always used ("greater than 0").
+        if value <= 0 and (self.low > 0 or not self.low_inclusive):
+            raise error(where, f"must be greater than 0, got {value!r}")
+        if value < 0 and self.low == 0:
+            raise error(where, f"must not be negative, got {value!r}")
         if self.integer and value != int(value):
             raise error(where, f"must be a whole number, got {value!r}")
         too_low = value < self.low if self.low_inclusive else value <= self.low
@@ -72,7 +78,7 @@ LIMITS: dict[str, Limit] = {limit.name: limit for limit in (
     _limit("throughput_target", 0, 1e9, "samples/s", low_inclusive=False),
     _limit("samples", 1, 1e15, "samples to train on"),
     _limit("price_per_hour", 0, 10_000, "$ per unit-hour", low_inclusive=False),
-    _limit("count", 1, 100_000, "units of one resource type", integer=True),
+    _limit("count", 1, 1_000_000, "units of one resource type", integer=True),
     _limit("memory_gb", 0, 1e6, "GB per unit", low_inclusive=False),
     _limit("network_gbps", 0, 1e5, "Gbit/s per unit", low_inclusive=False),
     _limit("budget_s", 0.1, 600, "seconds of solver or training time"),
@@ -89,6 +95,6 @@ def limit(name: str) -> Limit:
 
 
 def check(name: str, value: Any, where: str | None = None,
-          error: type[InstanceError] = InstanceError) -> Any:
+          error: Callable[[str, str], Exception] = InstanceError) -> Any:
     """`LIMITS[name].check(value, where, error)`."""
     return LIMITS[name].check(value, where, error)

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from heterps_core.dataparallel.errors import DataParallelError
+from heterps_core.limits import limit
 
 # "emulated": one process, discrete-event clock (emulated.py). "process": one OS process per
 # worker plus this process as parameter server, on the wall clock (process/). The classes
@@ -54,6 +55,7 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         _positive_int("workers", self.workers)
+        limit("workers").check(self.workers, "workers", DataParallelError)
         if self.slowdowns and len(self.slowdowns) != self.workers:
             raise DataParallelError("slowdowns", f"needs one factor per worker ({self.workers}), "
                                     f"got {len(self.slowdowns)}")
