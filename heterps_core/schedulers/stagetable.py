@@ -58,8 +58,18 @@ class StageTable:
         self.units_packed = np.empty(shape, dtype=np.int64)
         self.cost_packed = np.empty(shape)
         self.throughput_packed = np.empty(shape)
+        # What does not depend on the resource is computed once for all of them.
+        first, last = self._first, self._last
+        sync_mb = np.asarray(self.costs._sync_mb)
+        self._sync_bytes = 2 * (sync_mb[last + 1] - sync_mb[first]) * 1e6
+        fixed_p = np.asarray(self.costs._fixed_gb)
+        sharded_p = np.asarray(self.costs._sharded_gb)
+        self._fixed = fixed_p[last + 1] - fixed_p[first]
+        self._sharded = sharded_p[last + 1] - sharded_p[first]
+        self._k_mem: dict[float, IntArray] = {}  # units for memory, per memory size
         for r, name in enumerate(self.resources):
             self._stages_on(name, r)
+        del self._sync_bytes, self._fixed, self._sharded, self._k_mem
 
     def stage(self, resource: int, first: int, last: int) -> tuple[int, float, float]:
         """(units, cost, throughput) of stage first..last on resource index `resource`."""
@@ -124,14 +134,12 @@ class StageTable:
 
         compute = np.asarray(costs._compute[resource])
         base = (compute[last + 1] - compute[first]) + t_in[first] + t_out[last]
-        sync_mb = np.asarray(costs._sync_mb)
-        sync = 2 * (sync_mb[last + 1] - sync_mb[first]) * 1e6 / bw
-        fixed_p = np.asarray(costs._fixed_gb)
-        sharded_p = np.asarray(costs._sharded_gb)
-        fixed = fixed_p[last + 1] - fixed_p[first]
-        sharded = sharded_p[last + 1] - sharded_p[first]
-
-        k_mem = _units_for_memory(fixed, sharded, res.memory_gb)
+        sync = self._sync_bytes / bw  # = 2 * sync_mb * 1e6 / bw, in the scalar code's order
+        if res.memory_gb not in self._k_mem:
+            self._k_mem[res.memory_gb] = _units_for_memory(
+                self._fixed, self._sharded, res.memory_gb
+            )
+        k_mem = self._k_mem[res.memory_gb]
         k_thr = _units_for_throughput(base, sync, inst.batch_size, inst.throughput_target)
         units = np.maximum(k_mem, k_thr)
         ok = runs & (k_mem > 0) & (units <= res.count)
