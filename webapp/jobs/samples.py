@@ -31,7 +31,7 @@ def ctr_instance(names: list[str] | None = None) -> Instance:
         "version": 1, "batch_size": BATCH, "throughput_target": 100.0,
         "resources": [
             {"name": n, "kind": "cpu", "price_per_hour": 0.5 + i, "count": 4,
-             "memory_gb": 64, "network_gbps": 1e6}
+             "memory_gb": 64, "network_gbps": 100_000}  # the documented maximum
             for i, n in enumerate(names)
         ],
         "layers": [

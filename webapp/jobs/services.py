@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import F
@@ -77,14 +77,14 @@ def _job_name(model: Any, model_name: Any, size: str, request: Any, plan_result:
 
 
 def approve_plan(
-    user: AbstractBaseUser, plan_result: Any, options: RunOptions, start: bool = True
+    user: User, plan_result: Any, options: RunOptions, start: bool = True
 ) -> Job:
     """Approve a planning result: a job with the chosen run options, started at once."""
     return approve(user, source_of(plan_result), options, start=start)
 
 
 def approve(
-    user: AbstractBaseUser, source: PlanSource, options: RunOptions, start: bool = True
+    user: User, source: PlanSource, options: RunOptions, start: bool = True
 ) -> Job:
     check(user, source.project, Action.EDIT)
     fields = _fields(source, options)
@@ -108,7 +108,7 @@ def approve(
     return job
 
 
-def start_run(user: AbstractBaseUser, job: Job) -> Job:
+def start_run(user: User, job: Job) -> Job:
     """Queue a new run of the job (its first, or a restart once the last one finished)."""
     check(user, job.project_id, Action.EDIT)
     with transaction.atomic():
@@ -124,7 +124,7 @@ def start_run(user: AbstractBaseUser, job: Job) -> Job:
     return Job.objects.select_related("work", "project").get(pk=job.pk)
 
 
-def restart(user: AbstractBaseUser, job: Job) -> Job:
+def restart(user: User, job: Job) -> Job:
     return start_run(user, job)
 
 

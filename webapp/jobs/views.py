@@ -16,6 +16,7 @@ from heterps_core.runtime.compile import whole_steps
 from webapp.jobs import services
 from webapp.jobs.forms import ApproveForm
 from webapp.jobs.models import Job
+from webapp.middleware import AuthenticatedRequest
 from webapp.projects.permissions import Action, can, get_owned, visible
 
 # The planning app's per-scheduler result (read through `services.source_of`).
@@ -44,7 +45,7 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "jobs/detail.html", context)
 
 
-def approve(request: HttpRequest, plan_result_id: int) -> HttpResponse:
+def approve(request: AuthenticatedRequest, plan_result_id: int) -> HttpResponse:
     result = _plan_result(request, plan_result_id)
     try:
         source = services.source_of(result)
