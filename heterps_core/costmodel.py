@@ -139,6 +139,10 @@ def evaluate(
     costs: ChainCosts | None = None,
 ) -> Plan:
     """The cost model on one assignment: a feasible plan, or an infeasible one with its reason."""
+    if instance.is_v2:
+        from heterps_core.costmodel_v2 import solve_v2
+
+        return solve_v2(instance, assignment, scheduler)
     check_assignment(instance, assignment)
     costs = costs or ChainCosts(instance)
     stages: list[Stage] = []

@@ -21,6 +21,8 @@ from heterps_core.validation import (
 )
 
 SCHEMA_VERSION = 1
+SCHEMA_VERSION_2 = 2  # v2: sparse traffic, a parameter-server role, sync mode (docs/cost-model.md)
+SYNC_MODES = ("async", "bsp")
 SPARSE_LAYER_KINDS = frozenset({"embedding", "sparse"})
 
 _INSTANCE_FIELDS = {
@@ -33,6 +35,13 @@ _INSTANCE_FIELDS = {
     "resources": True,
     "layers": True,
 }
+_INSTANCE_FIELDS_V2 = {
+    **_INSTANCE_FIELDS,
+    "sync": False,
+    "micro_batches": False,
+    "parameter_server": False,
+}
+_PS_FIELDS = {"hosts": True, "row_s": False}
 _RESOURCE_FIELDS = {
     "name": True,
     "kind": True,
@@ -50,6 +59,27 @@ _LAYER_FIELDS = {
     "memory_gb": True,
     "shardable": True,
 }
+_LAYER_FIELDS_V2 = {
+    **_LAYER_FIELDS,
+    "sparse_pull_mb": False,
+    "sparse_push_mb": False,
+    "sparse_rows": False,
+}
+
+
+@dataclass(frozen=True)
+class ParameterServerRole:
+    """v2: which resource types may host parameter-server shards, and what a row costs there.
+
+    `row_s[r]`: seconds one unit of r spends per embedding row it serves (a pull or a push),
+    beside moving the bytes; types without an entry are priced by their network only.
+    """
+
+    hosts: tuple[str, ...]
+    row_s: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"hosts": list(self.hosts), "row_s": dict(self.row_s)}
 
 
 @dataclass(frozen=True)
@@ -89,6 +119,11 @@ class Layer:
     sync_mb: float
     memory_gb: float
     shardable: bool
+    # v2: embedding rows per batch read from / written to the parameter server (MB), and
+    # how many rows that is. Zero in v1 files.
+    sparse_pull_mb: float = 0.0
+    sparse_push_mb: float = 0.0
+    sparse_rows: float = 0.0
 
     @property
     def is_sparse(self) -> bool:
@@ -108,6 +143,13 @@ class Layer:
             "shardable": self.shardable,
         }
 
+    def to_dict_v2(self) -> dict[str, Any]:
+        data = self.to_dict()
+        data["sparse_pull_mb"] = self.sparse_pull_mb
+        data["sparse_push_mb"] = self.sparse_push_mb
+        data["sparse_rows"] = self.sparse_rows
+        return data
+
 
 @dataclass(frozen=True)
 class Instance:
@@ -120,6 +162,11 @@ class Instance:
     name: str = ""
     samples: float | None = None
     input_mb: float = 0.0
+    # v2 only (version 1 keeps the v1 cost model, byte for byte):
+    version: int = SCHEMA_VERSION
+    sync: str = "async"
+    micro_batches: int = 1
+    parameter_server: ParameterServerRole | None = None
     _by_name: dict[str, Resource] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -145,9 +192,33 @@ class Instance:
             "name": self.name,
             "samples": self.samples,
             "input_mb": self.input_mb,
+            "version": self.version,
+            "sync": self.sync,
+            "micro_batches": self.micro_batches,
+            "parameter_server": self.parameter_server,
         }
         data.update(changes)
         return Instance(**data)
+
+    @property
+    def is_v2(self) -> bool:
+        return self.version == SCHEMA_VERSION_2
+
+    def as_v2(self, sync: str | None = None, micro_batches: int | None = None) -> Instance:
+        """This instance under the v2 cost model, with the sync mode / micro-batches given.
+
+        A v1 file read as v2 has no sparse traffic and no parameter-server role (its tables
+        stay with their stage, as in v1), so only the sync mode's timing changes.
+        """
+        if sync is not None and sync not in SYNC_MODES:
+            raise InstanceError("sync", f"must be one of {', '.join(SYNC_MODES)}, got {sync!r}")
+        if micro_batches is not None and micro_batches < 1:
+            raise InstanceError("micro_batches", f"must be at least 1, got {micro_batches}")
+        return self.replace(
+            version=SCHEMA_VERSION_2,
+            sync=sync or self.sync,
+            micro_batches=micro_batches or self.micro_batches,
+        )
 
     def with_resource(self, name: str, **changes: Any) -> Instance:
         """A copy in which resource `name` has some fields changed (for what-if questions)."""
@@ -164,7 +235,7 @@ class Instance:
     # --- JSON -----------------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"version": SCHEMA_VERSION}
+        data: dict[str, Any] = {"version": self.version}
         if self.name:
             data["name"] = self.name
         data["batch_size"] = self.batch_size
@@ -173,7 +244,14 @@ class Instance:
             data["samples"] = self.samples
         data["input_mb"] = self.input_mb
         data["resources"] = [r.to_dict() for r in self.resources]
-        data["layers"] = [layer.to_dict() for layer in self.layers]
+        if not self.is_v2:
+            data["layers"] = [layer.to_dict() for layer in self.layers]
+            return data
+        data["layers"] = [layer.to_dict_v2() for layer in self.layers]
+        data["sync"] = self.sync
+        data["micro_batches"] = self.micro_batches
+        if self.parameter_server is not None:
+            data["parameter_server"] = self.parameter_server.to_dict()
         return data
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -203,10 +281,15 @@ class Instance:
 
     @classmethod
     def from_dict(cls, data: Any) -> Instance:
-        check_fields(data, "", _INSTANCE_FIELDS)
+        if not isinstance(data, dict) or "version" not in data:
+            check_fields(data, "", _INSTANCE_FIELDS)  # names what is missing
         version = data["version"]
-        if version != SCHEMA_VERSION or isinstance(version, bool):
-            raise InstanceError("version", f"must be {SCHEMA_VERSION}, got {version!r}")
+        if version not in (SCHEMA_VERSION, SCHEMA_VERSION_2) or isinstance(version, bool):
+            raise InstanceError(
+                "version", f"must be {SCHEMA_VERSION} or {SCHEMA_VERSION_2}, got {version!r}"
+            )
+        v2 = version == SCHEMA_VERSION_2
+        check_fields(data, "", _INSTANCE_FIELDS_V2 if v2 else _INSTANCE_FIELDS)
         name = data.get("name", "")
         if not isinstance(name, str):
             raise InstanceError("name", "must be a string")
@@ -217,7 +300,18 @@ class Instance:
             samples = bounded("samples", samples)
         input_mb = non_negative_number(data.get("input_mb", 0.0), "input_mb")
         resources = _parse_resources(data["resources"])
-        layers = _parse_layers(data["layers"], {r.name for r in resources})
+        layers = _parse_layers(data["layers"], {r.name for r in resources}, v2)
+        extra: dict[str, Any] = {}
+        if v2:
+            sync = data.get("sync", "async")
+            if sync not in SYNC_MODES:
+                raise InstanceError("sync", f"must be one of {', '.join(SYNC_MODES)}, got {sync!r}")
+            extra = {
+                "version": SCHEMA_VERSION_2,
+                "sync": sync,
+                "micro_batches": bounded("micro_batches", data.get("micro_batches", 1)),
+                "parameter_server": _parse_ps(data.get("parameter_server"), resources),
+            }
         return cls(
             batch_size=batch_size,
             throughput_target=target,
@@ -226,7 +320,33 @@ class Instance:
             name=name,
             samples=samples,
             input_mb=input_mb,
+            **extra,
         )
+
+
+def _parse_ps(raw: Any, resources: tuple[Resource, ...]) -> ParameterServerRole | None:
+    if raw is None:
+        return None
+    where = "parameter_server"
+    check_fields(raw, where, _PS_FIELDS)
+    names = {r.name for r in resources}
+    hosts = raw["hosts"]
+    if not isinstance(hosts, list) or not hosts:
+        raise InstanceError(f"{where}.hosts", "must be a non-empty list of resource names")
+    for i, host in enumerate(hosts):
+        if host not in names:
+            raise InstanceError(f"{where}.hosts[{i}]", f"{host!r} names no resource")
+    if len(set(hosts)) != len(hosts):
+        raise InstanceError(f"{where}.hosts", "names a resource twice")
+    row_s_raw = raw.get("row_s", {})
+    if not isinstance(row_s_raw, dict):
+        raise InstanceError(f"{where}.row_s", "must be an object of resource name -> seconds")
+    row_s = {}
+    for res, seconds in row_s_raw.items():
+        if res not in names:
+            raise InstanceError(f"{where}.row_s.{res}", "names no resource")
+        row_s[res] = non_negative_number(seconds, f"{where}.row_s.{res}")
+    return ParameterServerRole(tuple(hosts), row_s)
 
 
 def _parse_resources(raw: Any) -> tuple[Resource, ...]:
@@ -256,14 +376,14 @@ def _parse_resources(raw: Any) -> tuple[Resource, ...]:
     return tuple(resources)
 
 
-def _parse_layers(raw: Any, resource_names: set[str]) -> tuple[Layer, ...]:
+def _parse_layers(raw: Any, resource_names: set[str], v2: bool = False) -> tuple[Layer, ...]:
     if not isinstance(raw, list) or not raw:
         raise InstanceError("layers", "must be a non-empty list")
     layers = []
     seen: set[str] = set()
     for i, item in enumerate(raw):
         where = f"layers[{i}]"
-        check_fields(item, where, _LAYER_FIELDS)
+        check_fields(item, where, _LAYER_FIELDS_V2 if v2 else _LAYER_FIELDS)
         name = non_empty_string(item["name"], f"{where}.name")
         if name in seen:
             raise InstanceError(f"{where}.name", f"duplicate layer name {name!r}")
@@ -288,6 +408,15 @@ def _parse_layers(raw: Any, resource_names: set[str]) -> tuple[Layer, ...]:
                 sync_mb=non_negative_number(item["sync_mb"], f"{where}.sync_mb"),
                 memory_gb=non_negative_number(item["memory_gb"], f"{where}.memory_gb"),
                 shardable=shardable,
+                sparse_pull_mb=non_negative_number(
+                    item.get("sparse_pull_mb", 0.0), f"{where}.sparse_pull_mb"
+                ),
+                sparse_push_mb=non_negative_number(
+                    item.get("sparse_push_mb", 0.0), f"{where}.sparse_push_mb"
+                ),
+                sparse_rows=non_negative_number(
+                    item.get("sparse_rows", 0.0), f"{where}.sparse_rows"
+                ),
             )
         )
     return tuple(layers)

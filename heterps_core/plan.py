@@ -19,6 +19,9 @@ class Stage:
     units: int | None
     time_per_batch_s: float | None
     throughput: float | None
+    # v2 only: the stage runs ahead of the rest (async, no dense weights), so its time does
+    # not add to the stages that take turns. None in v1 plans.
+    runs_ahead: bool | None = None
 
     @property
     def first(self) -> int:
@@ -29,13 +32,16 @@ class Stage:
         return self.layers[-1]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "layers": list(self.layers),
             "resource": self.resource,
             "units": self.units,
             "time_per_batch_s": _round(self.time_per_batch_s, 8),
             "throughput": _round(self.throughput, 6),
         }
+        if self.runs_ahead is not None:
+            data["runs_ahead"] = self.runs_ahead
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Stage:
@@ -45,6 +51,40 @@ class Stage:
             units=data.get("units"),
             time_per_batch_s=data.get("time_per_batch_s"),
             throughput=data.get("throughput"),
+            runs_ahead=data.get("runs_ahead"),
+        )
+
+
+@dataclass(frozen=True)
+class ServerPlacement:
+    """v2: where the parameter-server shards run, how many, and what they cost."""
+
+    resource: str
+    shards: int
+    time_per_batch_s: float  # one shard's work per mini-batch
+    throughput: float  # samples/s the shards serve together
+    cost_per_hour: float
+    memory_gb: float  # table memory per shard
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "resource": self.resource,
+            "shards": self.shards,
+            "time_per_batch_s": _round(self.time_per_batch_s, 8),
+            "throughput": _round(self.throughput, 6),
+            "cost_per_hour": _round(self.cost_per_hour, 9),
+            "memory_gb": _round(self.memory_gb, 9),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ServerPlacement:
+        return cls(
+            resource=str(data["resource"]),
+            shards=int(data["shards"]),
+            time_per_batch_s=float(data["time_per_batch_s"]),
+            throughput=float(data["throughput"]),
+            cost_per_hour=float(data["cost_per_hour"]),
+            memory_gb=float(data.get("memory_gb", 0.0)),
         )
 
 
@@ -63,6 +103,11 @@ class Plan:
     solve_time_s: float = 0.0
     reason: str | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # v2 only (None in v1 plans, whose JSON is unchanged): what the plan was priced for.
+    sync: str | None = None
+    micro_batches: int | None = None
+    parameter_server: ServerPlacement | None = None
+    cost_model: int = 1  # 2: priced by the v2 model (sync mode, micro-batches, server)
 
     def with_scheduler(self, scheduler: str, solve_time_s: float | None = None) -> Plan:
         return replace(
@@ -105,6 +150,13 @@ class Plan:
         }
         if self.notes:
             data["notes"] = list(self.notes)
+        if self.cost_model == 2:
+            data["cost_model"] = 2
+            data["sync"] = self.sync
+            data["micro_batches"] = self.micro_batches
+            data["parameter_server"] = (
+                self.parameter_server.to_dict() if self.parameter_server else None
+            )
         return data
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -128,6 +180,14 @@ class Plan:
                 solve_time_s=float(data.get("solve_time_s", 0.0)),
                 reason=data.get("reason"),
                 notes=tuple(data.get("notes", ())),
+                sync=data.get("sync"),
+                micro_batches=data.get("micro_batches"),
+                parameter_server=(
+                    ServerPlacement.from_dict(data["parameter_server"])
+                    if data.get("parameter_server")
+                    else None
+                ),
+                cost_model=int(data.get("cost_model", 1)),
             )
         except (KeyError, TypeError) as exc:
             raise InstanceError("plan", f"not a plan in the spec's format ({exc})") from exc

@@ -63,11 +63,16 @@ def exact_plan(
     With `budget_s` (None or inf: no limit), a solve that runs out of time returns the best
     plan found with a note giving its certified gap, never a plan called optimal.
     """
+    if instance.is_v2:
+        # v2: label DP over (prefix, last resource) per server placement (costmodel_v2.py)
+        from heterps_core.costmodel_v2 import solve_v2
+
+        return solve_v2(instance, None, "exact")
     started = time.perf_counter()
     deadline = None
     if budget_s is not None and math.isfinite(budget_s):
         deadline = started + budget_s
-    report = progress or (lambda _: None)
+    report = _forward_only(progress or (lambda _: None))
     report(Progress(0, 1, "pricing every candidate stage"))
     table = table or StageTable(instance)
     report(Progress(0, 1, "dynamic programme over (prefix, last resource)"))
@@ -145,6 +150,27 @@ def _tighten(
                 break
             capped = sorted(set(capped) | overrun)
     return capped
+
+
+def _forward_only(progress: ProgressCallback) -> ProgressCallback:
+    """Progress that never goes back (the web draws it as one bar): each report of a
+    fraction f moves the bar a share f of the way from where the current phase began,
+    and a phase that starts again at 0 (the next capacity-DP round) begins where the last
+    one left off, taking half of what remains."""
+    state = {"start": 0.0, "span": 0.5, "shown": 0.0}
+
+    def report(p: Progress) -> None:
+        if p.fraction >= 1 and p.message == "optimal":
+            shown = 1.0
+        else:
+            if p.fraction == 0 and state["shown"] > state["start"]:
+                state["start"] = state["shown"]  # a new phase
+                state["span"] = (1 - state["start"]) / 2
+            shown = max(state["shown"], state["start"] + state["span"] * p.fraction)
+        state["shown"] = shown
+        progress(Progress(round(1000 * shown), 1000, p.message, p.metrics))
+
+    return report
 
 
 def _bound_progress(bounds: CapBounds, done: int, total: int, message: str) -> Progress:

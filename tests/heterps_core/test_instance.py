@@ -56,7 +56,7 @@ _DELETE = object()
 
 BAD_INPUT = [
     # (where, new value, field named in the error, words in the problem)
-    (("version",), 2, "version", "must be 1"),
+    (("version",), 3, "version", "must be 1 or 2"),
     (("version",), _DELETE, "version", "missing"),
     (("batch_size",), 0, "batch_size", "greater than 0"),
     (("batch_size",), 10.5, "batch_size", "whole number"),

@@ -1,0 +1,833 @@
+"""The cost model v2 (docs/cost-model.md, "Cost model v2"): sync mode, micro-batches,
+sparse traffic and the parameter server, priced as the runtime behaves.
+
+Stages come in two kinds (decided by the stage's layers alone, so the exact search stays a
+DP over the chain):
+
+- *ahead*: in `async`, a stage with no dense weights in it or before it (and not the last
+  one) runs one mini-batch ahead of the rest (runtime/sync.py `run_ahead`); it overlaps
+  everything, so only its own rate counts: `theta = k B / T(k)`, T(k) = max(compute,
+  traffic) + all-reduce (the runtime posts receives early and settles sends a mini-batch late).
+- *turns*: every other stage (all of them in `bsp`). These stages take turns on each
+  mini-batch and overlap only across its M micro-batches (GPipe):
+  `1 / throughput_turns = sum_s a_s / M + (1 - 1/M) max_s a_s`, a_s = T_s(k_s) / (k_s B),
+  with T(k) = in + out + pull + max(compute, push) + all-reduce.
+
+Units are then no longer a per-stage choice: the stages that take turns share one time
+budget, so `provision` picks every stage's unit count together (cheapest first, the objective's
+tie-break on throughput). The same label DP provisions a given assignment (`evaluate_v2`) and
+searches all of them (`exact_v2`): labels (cost, sum a, max a, min ahead rate, units on capped
+resources) are kept per state when no other label is at least as good in every field, which is
+the exchange argument of docs/schedulers.md with a vector-valued state.
+
+The parameter server is one more stage-like role: `shards` units of one host type, sized by the
+whole tables (a shard keeps every row it owns, row g on shard g mod n, with optimiser state)
+and by the rows/bytes per second it must serve; priced at the host's price. Its placement does
+not depend on the assignment, so the exact optimum is the best over host types of
+(server cost + the stage optimum with the host's count reduced by the shards).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from heterps_core.costmodel import REL_TOL, ChainCosts, check_assignment, costs_equal, stages_of
+from heterps_core.instance import Instance
+from heterps_core.plan import Plan, ServerPlacement, Stage
+
+Run = tuple[int, int, str]
+
+
+# --- the terms ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ServerNeed:
+    """What the parameter server must hold and serve per mini-batch (assignment-free)."""
+
+    table_gb: float
+    bytes_per_batch: float  # pulls + pushes of every sparse layer
+    rows_per_batch: float
+
+    @property
+    def needed(self) -> bool:
+        return self.table_gb > 0 or self.bytes_per_batch > 0 or self.rows_per_batch > 0
+
+
+def server_need(instance: Instance) -> ServerNeed | None:
+    """None when the instance has no parameter-server role (tables stay with their stage)."""
+    if instance.parameter_server is None:
+        return None
+    layers = instance.layers
+    need = ServerNeed(
+        table_gb=sum(lyr.memory_gb for lyr in layers if lyr.shardable),
+        bytes_per_batch=sum((lyr.sparse_pull_mb + lyr.sparse_push_mb) * 1e6 for lyr in layers),
+        rows_per_batch=sum(lyr.sparse_rows for lyr in layers),
+    )
+    return need if need.needed else None
+
+
+def place_server(
+    instance: Instance, host: str, need: ServerNeed
+) -> tuple[ServerPlacement | None, str | None]:
+    """The fewest shards of `host` that hold the tables and serve the target rate."""
+    res = instance.resource(host)
+    assert instance.parameter_server is not None
+    row_s = instance.parameter_server.row_s.get(host, 0.0)
+    # One shard serving every row and byte of a mini-batch; n shards split both evenly
+    # (rows are spread by g mod n). Pulls are counted even for stages that will not make
+    # them (a one-unit stage keeps its own rows current): the server is sized for any plan.
+    one_shard_s = need.bytes_per_batch / res.bandwidth_bytes_per_s + need.rows_per_batch * row_s
+    limit = res.memory_gb * (1 + REL_TOL)
+    k_mem = max(1, math.ceil(need.table_gb / res.memory_gb)) if need.table_gb else 1
+    while k_mem > 1 and need.table_gb / (k_mem - 1) <= limit:
+        k_mem -= 1
+    while need.table_gb / k_mem > limit:
+        k_mem += 1
+    target = instance.throughput_target * (1 - REL_TOL)
+    k_rate = 1
+    if one_shard_s > 0:
+        k_rate = max(1, math.ceil(instance.throughput_target * one_shard_s / instance.batch_size))
+        while k_rate > 1 and (k_rate - 1) * instance.batch_size / one_shard_s >= target:
+            k_rate -= 1
+        while k_rate * instance.batch_size / one_shard_s < target:
+            k_rate += 1
+    shards = max(k_mem, k_rate)
+    if shards > res.count:
+        why = "to hold the tables" if k_mem >= k_rate else "to serve the target's rows"
+        return None, f"the parameter server needs {shards} units of {host} {why}, {res.count} exist"
+    time_s = one_shard_s / shards
+    rate = math.inf if time_s == 0 else instance.batch_size / time_s
+    return (
+        ServerPlacement(
+            resource=host,
+            shards=shards,
+            time_per_batch_s=time_s,
+            throughput=rate,
+            cost_per_hour=shards * res.price_per_hour,
+            memory_gb=need.table_gb / shards,
+        ),
+        None,
+    )
+
+
+class StageTerms:
+    """Per candidate stage (i..j on r) the v2 time terms, from prefix sums."""
+
+    def __init__(self, instance: Instance, counts: dict[str, int] | None = None) -> None:
+        self.instance = instance
+        self.costs = ChainCosts(instance)
+        self.counts = counts or {r.name: r.count for r in instance.resources}
+        layers = instance.layers
+        self.n_layers = len(layers)
+        self.server = server_need(instance) is not None
+        self._pull = _prefix([lyr.sparse_pull_mb for lyr in layers])
+        self._push = _prefix([lyr.sparse_push_mb for lyr in layers])
+        dense = [i for i, lyr in enumerate(layers) if lyr.sync_mb > 0]
+        self.first_dense = dense[0] if dense else self.n_layers
+        self.micro = instance.micro_batches
+
+    def runs_ahead(self, first: int, last: int) -> bool:
+        """async: no dense weights in layers 0..last and not the last stage (runtime rule)."""
+        if self.instance.sync != "async":
+            return False
+        return last < self.n_layers - 1 and last < self.first_dense
+
+    def times(self, first: int, last: int, resource: str) -> np.ndarray:
+        """T(k) for k = 1..count (index k-1)."""
+        inst, costs = self.instance, self.costs
+        bw = inst.resource(resource).bandwidth_bytes_per_s
+        layers = inst.layers
+        compute = costs._compute[resource][last + 1] - costs._compute[resource][first]
+        t_in = (
+            inst.input_mb * 1e6 / bw if first == 0 else 2 * layers[first - 1].output_mb * 1e6 / bw
+        )
+        t_out = 0.0 if last == self.n_layers - 1 else 2 * layers[last].output_mb * 1e6 / bw
+        sync_s = 2 * (costs._sync_mb[last + 1] - costs._sync_mb[first]) * 1e6 / bw
+        push = pull = 0.0
+        if self.server:
+            push = (self._push[last + 1] - self._push[first]) * 1e6 / bw
+            pull = (self._pull[last + 1] - self._pull[first]) * 1e6 / bw
+        k = np.arange(1, self.counts[resource] + 1, dtype=np.float64)
+        # A one-unit stage is the only writer of its rows: it applies its own updates and
+        # never pulls them back (runtime/ps.py `sole_writer`).
+        pulls = np.where(k >= 2, pull, 0.0)
+        reduce = (k - 1) / k * sync_s
+        if self.runs_ahead(first, last):
+            return np.maximum(compute, t_in + t_out + push + pulls) + reduce
+        return t_in + t_out + pulls + np.maximum(compute, push) + reduce
+
+    def memory_gb(self, first: int, last: int) -> tuple[float, float]:
+        """(per-unit memory that does not split, memory that splits over the units)."""
+        costs = self.costs
+        fixed = costs._fixed_gb[last + 1] - costs._fixed_gb[first]
+        sharded = costs._sharded_gb[last + 1] - costs._sharded_gb[first]
+        # With a parameter server the tables live on its shards; without one they split
+        # over the stage's units as in v1.
+        return (fixed, 0.0) if self.server else (fixed, sharded)
+
+
+@dataclass(frozen=True)
+class Options:
+    """The unit counts worth considering for one candidate stage."""
+
+    first: int
+    last: int
+    resource: str
+    ahead: bool
+    units: np.ndarray  # int
+    cost: np.ndarray
+    time_s: np.ndarray  # T(k)
+    per_sample: np.ndarray  # T(k) / (k B)
+
+
+def stage_options(terms: StageTerms, first: int, last: int, resource: str) -> Options | str:
+    """Every useful k (or why none exists): smallest k meeting the target on its own for an
+    ahead stage; for a stage taking turns every k from that one up, kept only where more
+    units make the stage faster (a slower dearer option is never better)."""
+    inst = terms.instance
+    res = inst.resource(resource)
+    what = _describe(inst, first, last)
+    if not terms.costs.runs_on(first, last, resource):
+        bad = next(i for i in range(first, last + 1) if not inst.layers[i].runs_on(resource))
+        return f"layer {inst.layers[bad].name} cannot run on {resource}"
+    fixed, sharded = terms.memory_gb(first, last)
+    count = terms.counts[resource]
+    limit = res.memory_gb * (1 + REL_TOL)
+    if count < 1:
+        return f"{what} needs units of {resource}, none are left"
+    k = np.arange(1, count + 1)
+    fits = fixed + sharded / k <= limit
+    if not fits.any():
+        if fixed > limit:
+            return (
+                f"{what} needs {fixed:g} GB of non-shardable memory per unit; "
+                f"{res.name} has {res.memory_gb:g} GB"
+            )
+        return f"{what} needs more than {count} units of {res.name} to hold its memory"
+    times = terms.times(first, last, resource)
+    per_sample = times / (k * inst.batch_size)
+    meets = k * inst.batch_size / times >= inst.throughput_target * (1 - REL_TOL)
+    ok = fits & meets
+    if not ok.any():
+        return f"{what} needs more than {count} units of {res.name} to reach " + (
+            f"{inst.throughput_target:g} samples/s"
+        )
+    lo = int(np.argmax(ok))
+    ahead = terms.runs_ahead(first, last)
+    if ahead:
+        pick = np.array([lo])
+    else:
+        cand = np.arange(lo, count)
+        cand = cand[fits[cand]]
+        running = np.minimum.accumulate(per_sample[cand])
+        better = np.ones(cand.size, dtype=bool)
+        better[1:] = per_sample[cand][1:] < running[:-1]
+        pick = cand[better]
+    units = pick + 1
+    return Options(
+        first, last, resource, ahead, units.astype(np.int64),
+        units * res.price_per_hour, times[pick], per_sample[pick],
+    )
+
+
+# --- the label DP -----------------------------------------------------------------------------
+
+
+@dataclass
+class Labels:
+    """Partial plans ending at one state; parallel arrays, one entry per label."""
+
+    cost: np.ndarray
+    total: np.ndarray  # sum of a_s over stages taking turns
+    top: np.ndarray  # max of a_s over them
+    ahead: np.ndarray  # min throughput of ahead stages (inf: none)
+    usage: np.ndarray  # units per capped resource, shape (n, n_capped)
+    parent: np.ndarray  # shape (n, 4): first layer, option index, source resource, source label
+
+    @property
+    def size(self) -> int:
+        return int(self.cost.size)
+
+
+def _root(n_capped: int) -> Labels:
+    return Labels(
+        np.zeros(1), np.zeros(1), np.zeros(1), np.full(1, np.inf),
+        np.zeros((1, n_capped), dtype=np.int64), np.full((1, 4), -1, dtype=np.int64),
+    )
+
+
+def turns_rate(total: np.ndarray, top: np.ndarray, micro: int) -> np.ndarray:
+    """Samples/s of the stages taking turns with M micro-batches (inf when there are none)."""
+    cycle = total / micro + (1 - 1 / micro) * top
+    with np.errstate(divide="ignore"):
+        return np.where(cycle > 0, 1 / np.where(cycle > 0, cycle, 1), np.inf)
+
+
+def _pareto(lab: Labels, micro: int = 2) -> Labels:
+    """Drop every label some other label matches or beats in every field.
+
+    After a lexicographic sort a label can only be matched or beaten by an earlier one
+    (anything <= it in every field sorts before it), so one pass over blocks suffices.
+    """
+    n = lab.size
+    if n <= 1:
+        return lab
+    # With one micro-batch the longest stage does not enter the cycle: not a field then.
+    tops = [lab.top] if micro > 1 else []
+    fields = np.column_stack([lab.cost, lab.total, *tops, -lab.ahead, lab.usage])
+    varying = [c for c in range(fields.shape[1]) if not np.all(fields[:, c] == fields[0, c])]
+    fields = fields[:, varying] if varying else fields[:, :1]
+    order = np.lexsort(fields.T[::-1])
+    fields = fields[order]
+    dominated = np.zeros(n, dtype=bool)
+    if fields.shape[1] <= 2:
+        # cost sorted (ties by the second field): beaten iff the second field is not lower
+        # than the lowest one seen before
+        second = fields[:, -1]
+        best_before = np.minimum.accumulate(np.concatenate([[np.inf], second[:-1]]))
+        dominated = second >= best_before
+    else:
+        block = max(1, 4_000_000 // (n * fields.shape[1]))
+        for start in range(0, n, block):
+            rows = fields[start : start + block]
+            le = np.all(fields[None, :, :] <= rows[:, None, :], axis=2)  # [row, other]
+            earlier = np.arange(n)[None, :] < (start + np.arange(rows.shape[0]))[:, None]
+            dominated[start : start + block] = np.any(le & earlier, axis=1)
+    idx = order[~dominated]
+    return Labels(
+        lab.cost[idx], lab.total[idx], lab.top[idx], lab.ahead[idx], lab.usage[idx],
+        lab.parent[idx],
+    )
+
+
+def _concat(parts: list[Labels], n_capped: int) -> Labels | None:
+    parts = [p for p in parts if p.size]
+    if not parts:
+        return None
+    return Labels(
+        np.concatenate([p.cost for p in parts]),
+        np.concatenate([p.total for p in parts]),
+        np.concatenate([p.top for p in parts]),
+        np.concatenate([p.ahead for p in parts]),
+        np.concatenate([p.usage for p in parts]),
+        np.concatenate([p.parent for p in parts]),
+    )
+
+
+@dataclass(frozen=True)
+class Solution:
+    runs: list[tuple[int, int, str, int]]  # (first, last, resource, units)
+    cost: float
+    throughput: float
+
+
+class LabelDP:
+    """Best chain of candidate stages: DP over (layer prefix, last resource) with labels.
+
+    `candidates[last]` lists the `Options` of the stages that end at layer `last`; `capped`
+    resources get a usage field (their caps enforced); the others are checked per stage only.
+    `extra_rate` caps the plan's throughput (the parameter server's rate).
+    """
+
+    def __init__(
+        self, instance: Instance, candidates: dict[int, list[Options]], capped: Sequence[str],
+        counts: dict[str, int], extra_rate: float = math.inf,
+        upper: float = math.inf, suffix: np.ndarray | None = None, beam: int | None = None,
+    ) -> None:
+        self.instance = instance
+        # Pruning (exact): a label whose cost plus the cheapest cover of the layers after it
+        # exceeds the cost `upper` of a known plan cannot lead to an optimum.
+        self.limit = upper * (1 + REL_TOL) + 1e-12
+        self.suffix = suffix if suffix is not None else np.zeros(len(instance.layers) + 1)
+        # A heuristic, not exact: keep at most `beam` labels per state (upper bounds only).
+        self.beam = beam
+        self.lagrange: tuple[np.ndarray, np.ndarray] | None = None
+        if math.isfinite(upper) and beam is None:
+            self.lagrange = _lagrange_suffix(instance, candidates, upper)
+        self.candidates = candidates
+        self.capped = list(capped)
+        self.counts = counts
+        self.extra_rate = extra_rate
+        self.names = instance.resource_names
+        # _sources[j][r][t]: the Options behind part t of state (j, r), for reconstruction
+        self._sources: list[dict[int, list[Options]]] = []
+
+    def _hopeful(self, lab: Labels, j: int) -> np.ndarray:
+        """Lagrangian bound: any completion with time sum S <= b (the budget left) costs at
+        least L_lam[j+1] - lam * b for every lam >= 0; drop labels that cannot beat `upper`."""
+        assert self.lagrange is not None
+        lams, table = self.lagrange
+        micro = self.instance.micro_batches
+        budget = (1 / self.instance.throughput_target) * (1 + REL_TOL)
+        left = micro * budget - (micro - 1) * lab.top - lab.total
+        bound = lab.cost[None, :] + table[:, j + 1][:, None] - lams[:, None] * left[None, :]
+        return np.all(bound <= self.limit, axis=0)
+
+    def solve(self) -> Solution | None:
+        inst = self.instance
+        n, names = len(inst.layers), self.names
+        n_cap = len(self.capped)
+        cap_col = {r: c for c, r in enumerate(self.capped)}
+        cap_max = np.array([self.counts[r] for r in self.capped], dtype=np.int64)
+        budget = (1 / inst.throughput_target) * (1 + REL_TOL)
+        micro = inst.micro_batches
+        table: list[dict[int, Labels]] = []  # table[j][r]
+        root = _root(n_cap)
+        for j in range(n):
+            parts: dict[int, list[Labels]] = {}
+            sources: dict[int, list[Options]] = {}
+            for opt in self.candidates.get(j, []):
+                r = names.index(opt.resource)
+                inputs = [(-1, root)] if opt.first == 0 else [
+                    (q, lab) for q, lab in table[opt.first - 1].items() if q != r
+                ]
+                for q, src in inputs:
+                    lab = self._extend(src, opt, q, cap_col.get(opt.resource))
+                    ok = lab.total / micro + (1 - 1 / micro) * lab.top <= budget
+                    if n_cap:
+                        ok &= np.all(lab.usage <= cap_max[None, :], axis=1)
+                    ok &= lab.cost + self.suffix[j + 1] <= self.limit
+                    if self.lagrange is not None and ok.any():
+                        ok &= self._hopeful(lab, j)
+                    if not ok.any():
+                        continue
+                    origin = len(parts.get(r, []))
+                    parent = np.column_stack([lab.parent[ok], np.full(int(ok.sum()), origin)])
+                    parts.setdefault(r, []).append(Labels(
+                        lab.cost[ok], lab.total[ok], lab.top[ok], lab.ahead[ok], lab.usage[ok],
+                        parent,
+                    ))
+                    sources.setdefault(r, []).append(opt)
+            row: dict[int, Labels] = {}
+            for r, labs in parts.items():
+                joined = _concat(labs, n_cap)
+                if joined is not None:
+                    row[r] = self._keep(_pareto(joined, micro))
+            table.append(row)
+            self._sources.append(sources)
+        return self._best(table, n)
+
+    def _keep(self, lab: Labels) -> Labels:
+        if self.beam is None or lab.size <= self.beam:
+            return lab
+        micro = self.instance.micro_batches
+        cycle = lab.total / micro + (1 - 1 / micro) * lab.top
+        half = self.beam // 2
+        idx = np.unique(np.concatenate([np.argsort(lab.cost)[:half], np.argsort(cycle)[:half]]))
+        return Labels(
+            lab.cost[idx], lab.total[idx], lab.top[idx], lab.ahead[idx], lab.usage[idx],
+            lab.parent[idx],
+        )
+
+    def _extend(self, src: Labels, opt: Options, q: int, cap: int | None) -> Labels:
+        """Every label of `src` followed by every unit count of `opt`."""
+        inst = self.instance
+        s, m = src.size, opt.units.size
+        cost = (src.cost[:, None] + opt.cost[None, :]).reshape(-1)
+        if opt.ahead:
+            total = np.repeat(src.total, m)
+            top = np.repeat(src.top, m)
+            rate = opt.units * inst.batch_size / opt.time_s
+            ahead = np.minimum(src.ahead[:, None], rate[None, :]).reshape(-1)
+        else:
+            total = (src.total[:, None] + opt.per_sample[None, :]).reshape(-1)
+            top = np.maximum(src.top[:, None], opt.per_sample[None, :]).reshape(-1)
+            ahead = np.repeat(src.ahead, m)
+        usage = np.repeat(src.usage, m, axis=0)
+        if cap is not None:
+            usage[:, cap] += np.tile(opt.units, s)
+        parent = np.column_stack([
+            np.full(s * m, opt.first), np.tile(np.arange(m), s),
+            np.full(s * m, q), np.repeat(np.arange(s), m),
+        ])
+        return Labels(cost, total, top, ahead, usage, parent)
+
+    def _best(self, table: list[dict[int, Labels]], n: int) -> Solution | None:
+        inst = self.instance
+        best: tuple[float, float, int, int] | None = None
+        for r, lab in table[n - 1].items():
+            rate = np.minimum(
+                np.minimum(lab.ahead, turns_rate(lab.total, lab.top, inst.micro_batches)),
+                self.extra_rate,
+            )
+            for i in range(lab.size):
+                cost_i, rate_i = float(lab.cost[i]), float(rate[i])
+                if best is None or _better(cost_i, rate_i, best[0], best[1]):
+                    best = (cost_i, rate_i, r, i)
+        if best is None:
+            return None
+        cost, rate, r, i = best
+        runs: list[tuple[int, int, str, int]] = []
+        j = n - 1
+        while j >= 0:
+            first, opt_idx, q, src, origin = (int(v) for v in table[j][r].parent[i])
+            opt = self._sources[j][r][origin]
+            runs.append((first, j, self.names[r], int(opt.units[opt_idx])))
+            j, r, i = first - 1, q, src
+        runs.reverse()
+        return Solution(runs, cost, rate)
+
+
+def _better(cost: float, rate: float, best_cost: float, best_rate: float) -> bool:
+    if not costs_equal(cost, best_cost):
+        return cost < best_cost
+    return rate > best_rate * (1 + REL_TOL)
+
+
+def _describe(instance: Instance, first: int, last: int) -> str:
+    names = instance.layers
+    if first == last:
+        return f"layer {names[first].name}"
+    return f"stage {names[first].name}..{names[last].name}"
+
+
+def _prefix(values: Sequence[float]) -> list[float]:
+    out = [0.0]
+    for v in values:
+        out.append(out[-1] + v)
+    return out
+
+# --- plans ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Choice:
+    """One placement of the parameter server (or none) and the unit counts it leaves."""
+
+    server: ServerPlacement | None
+    counts: dict[str, int]
+
+
+def _server_choices(instance: Instance) -> tuple[list[_Choice], list[str]]:
+    counts = {r.name: r.count for r in instance.resources}
+    need = server_need(instance)
+    if need is None:
+        return [_Choice(None, counts)], []
+    assert instance.parameter_server is not None
+    choices, reasons = [], []
+    for host in instance.parameter_server.hosts:
+        placement, why = place_server(instance, host, need)
+        if placement is None:
+            reasons.append(why or f"no parameter server fits on {host}")
+            continue
+        left = dict(counts)
+        left[host] -= placement.shards
+        choices.append(_Choice(placement, left))
+    return choices, reasons
+
+
+def _all_candidates(terms: StageTerms) -> dict[int, list[Options]]:
+    """Every candidate stage that can be provisioned, keyed by its last layer."""
+    out: dict[int, list[Options]] = {}
+    for last in range(terms.n_layers):
+        for first in range(last + 1):
+            for res in terms.instance.resource_names:
+                opt = stage_options(terms, first, last, res)
+                if not isinstance(opt, str):
+                    out.setdefault(last, []).append(opt)
+    return out
+
+
+def _upper_bound(instance: Instance, choice: _Choice, rate: float) -> float:
+    """The stage cost of some plan that fits every cap (inf if none is found): the v1
+    optimum's assignment and every single-resource assignment, provisioned greedily."""
+    from heterps_core.schedulers.exact import exact_plan
+
+    n = len(instance.layers)
+    tries = [[r] * n for r in instance.resource_names]
+    v1 = exact_plan(instance.replace(version=1))
+    if v1.feasible and v1.assignment:
+        tries.insert(0, list(v1.assignment))
+    terms = StageTerms(instance, choice.counts)
+    best = math.inf
+    for assignment in tries:
+        opts = []
+        for first, last, res in stages_of(assignment):
+            opt = stage_options(terms, first, last, res)
+            if isinstance(opt, str):
+                break
+            opts.append(opt)
+        else:
+            found = greedy_units(instance, opts, choice.counts)
+            if found is not None:
+                best = min(best, sum(float(o.cost[i]) for o, i in zip(opts, found, strict=True)))
+    # A beam search over every chain, every cap enforced: a real plan when it finds one.
+    beam = LabelDP(
+        instance, _all_candidates(terms), instance.resource_names, choice.counts, rate, best,
+        beam=8,
+    ).solve()
+    if beam is not None:
+        best = min(best, beam.cost)
+    return best
+
+
+def greedy_units(
+    instance: Instance, opts: Sequence[Options], counts: dict[str, int]
+) -> list[int] | None:
+    """Option indices that fit the caps and the shared time budget, found by adding the unit
+    step that buys the most time per dollar until the budget holds (None if it never does).
+    A quick feasible plan, used as an upper bound; not necessarily the cheapest."""
+    pick = [0] * len(opts)
+    micro = instance.micro_batches
+    budget = (1 / instance.throughput_target) * (1 + REL_TOL)
+
+    def cycle(choice: list[int]) -> float:
+        turns = [float(o.per_sample[i]) for o, i in zip(opts, choice, strict=True) if not o.ahead]
+        return sum(turns) / micro + (1 - 1 / micro) * max(turns) if turns else 0.0
+
+    def fits(choice: list[int]) -> bool:
+        used: dict[str, int] = {}
+        for o, i in zip(opts, choice, strict=True):
+            used[o.resource] = used.get(o.resource, 0) + int(o.units[i])
+        return all(u <= counts[r] for r, u in used.items())
+
+    if not fits(pick):
+        return None
+    while cycle(pick) > budget:
+        best: tuple[float, int] | None = None
+        now = cycle(pick)
+        for s, o in enumerate(opts):
+            if o.ahead or pick[s] + 1 >= o.units.size:
+                continue
+            trial = list(pick)
+            trial[s] += 1
+            if not fits(trial):
+                continue
+            gain = (now - cycle(trial)) / float(o.cost[pick[s] + 1] - o.cost[pick[s]])
+            if best is None or gain > best[0]:
+                best = (gain, s)
+        if best is None:
+            return None
+        pick[best[1]] += 1
+    return pick
+
+
+def _lagrange_suffix(
+    instance: Instance, candidates: dict[int, list[Options]], upper: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """table[l, j]: min over covers of layers j..n-1 of sum(cost + lam_l * a) (a of stages
+    taking turns), caps and maximal runs ignored: a relaxation, hence a lower bound."""
+    n = len(instance.layers)
+    lams = upper * instance.throughput_target * np.array([0.0, 0.05, 0.15, 0.4, 1.0, 2.5])
+    table = np.full((lams.size, n + 1), np.inf)
+    table[:, n] = 0.0
+    by_first: dict[int, list[Options]] = {}
+    for opts in candidates.values():
+        for opt in opts:
+            by_first.setdefault(opt.first, []).append(opt)
+    for first in range(n - 1, -1, -1):
+        for opt in by_first.get(first, []):
+            a = np.zeros_like(opt.per_sample) if opt.ahead else opt.per_sample
+            step = np.min(opt.cost[None, :] + lams[:, None] * a[None, :], axis=1)
+            table[:, first] = np.minimum(table[:, first], step + table[:, opt.last + 1])
+    return lams, table
+
+
+def _cover_bounds(
+    candidates: dict[int, list[Options]], n: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """prefix[i]: cheapest cover of layers 0..i-1, suffix[j]: of j..n-1, every stage at its
+    cheapest unit count (caps, maximal runs and the shared time budget ignored: a bound)."""
+    cheapest: list[tuple[int, int, float]] = []
+    for last, opts in candidates.items():
+        for opt in opts:
+            cheapest.append((opt.first, last, float(opt.cost[0])))
+    prefix = np.full(n + 1, np.inf)
+    prefix[0] = 0.0
+    for first, last, cost in sorted(cheapest, key=lambda c: c[1]):
+        prefix[last + 1] = min(prefix[last + 1], prefix[first] + cost)
+    suffix = np.full(n + 1, np.inf)
+    suffix[n] = 0.0
+    for first, last, cost in sorted(cheapest, key=lambda c: -c[0]):
+        suffix[first] = min(suffix[first], cost + suffix[last + 1])
+    return prefix, suffix
+
+
+def _trim(
+    candidates: dict[int, list[Options]], prefix: np.ndarray, suffix: np.ndarray, upper: float
+) -> dict[int, list[Options]]:
+    """Unit counts too dear to be in any plan no dearer than `upper`, dropped."""
+    if not math.isfinite(upper):
+        return candidates
+    limit = upper * (1 + REL_TOL) + 1e-12
+    out: dict[int, list[Options]] = {}
+    for last, opts in candidates.items():
+        for opt in opts:
+            keep = opt.cost + prefix[opt.first] + suffix[last + 1] <= limit
+            if not keep.any():
+                continue
+            out.setdefault(last, []).append(Options(
+                opt.first, opt.last, opt.resource, opt.ahead, opt.units[keep], opt.cost[keep],
+                opt.time_s[keep], opt.per_sample[keep],
+            ))
+    return out
+
+
+def _overrun(solution: Solution, counts: dict[str, int]) -> set[str]:
+    used: dict[str, int] = {}
+    for _, _, res, units in solution.runs:
+        used[res] = used.get(res, 0) + units
+    return {r for r, u in used.items() if u > counts[r]}
+
+
+def _solve_choice(
+    instance: Instance, choice: _Choice, assignment: Sequence[str] | None
+) -> tuple[Solution | None, str]:
+    """The best stages for one server placement: exact over all chains, or one assignment."""
+    terms = StageTerms(instance, choice.counts)
+    rate = choice.server.throughput if choice.server else math.inf
+    if assignment is not None:
+        candidates: dict[int, list[Options]] = {}
+        reasons = []
+        used = []
+        for first, last, res in stages_of(assignment):
+            opt = stage_options(terms, first, last, res)
+            if isinstance(opt, str):
+                reasons.append(opt)
+                continue
+            candidates.setdefault(last, []).append(opt)
+            used.append(res)
+        if reasons:
+            return None, "; ".join(reasons)
+        every_cap = sorted(set(used))
+        chain = [candidates[last][0] for last in sorted(candidates)]
+        found = greedy_units(instance, chain, choice.counts)
+        upper = math.inf if found is None else sum(
+            float(o.cost[i]) for o, i in zip(chain, found, strict=True)
+        )
+        prefix, suffix = _cover_bounds(candidates, terms.n_layers)
+        candidates = _trim(candidates, prefix, suffix, upper)
+        solution = LabelDP(
+            instance, candidates, every_cap, choice.counts, rate, upper, suffix
+        ).solve()
+        if solution is None:
+            return None, _no_provisioning_reason(instance, terms, assignment, choice)
+        return solution, ""
+    candidates = _all_candidates(terms)
+    upper = _upper_bound(instance, choice, rate)
+    prefix, suffix = _cover_bounds(candidates, terms.n_layers)
+    candidates = _trim(candidates, prefix, suffix, upper)
+    capped: list[str] = []
+    while True:
+        solution = LabelDP(
+            instance, candidates, capped, choice.counts, rate, upper, suffix
+        ).solve()
+        if solution is None:
+            what = "fits the availability caps" if capped else "meets the target"
+            return None, f"no chain of stages {what} ({_mode(instance)})"
+        over = _overrun(solution, choice.counts)
+        if not over:
+            return solution, ""
+        capped = sorted(set(capped) | over)
+
+
+def _no_provisioning_reason(
+    instance: Instance, terms: StageTerms, assignment: Sequence[str], choice: _Choice
+) -> str:
+    runs = stages_of(assignment)
+    used: dict[str, int] = {}
+    for first, last, res in runs:
+        opt = stage_options(terms, first, last, res)
+        if not isinstance(opt, str):
+            used[res] = used.get(res, 0) + int(opt.units[0])
+    over = [f"stages on {r} need {u} units in total, {choice.counts[r]} exist"
+            for r, u in used.items() if u > choice.counts[r]]
+    if over:
+        return "; ".join(over)
+    return (
+        f"the stages that take turns ({_mode(instance)}) cannot reach "
+        f"{instance.throughput_target:g} samples/s together with the units available"
+    )
+
+
+def _mode(instance: Instance) -> str:
+    return f"{instance.sync}, {instance.micro_batches} micro-batch" + (
+        "es" if instance.micro_batches > 1 else ""
+    )
+
+
+def solve_v2(instance: Instance, assignment: Sequence[str] | None, scheduler: str) -> Plan:
+    """`evaluate` (with an assignment) or `exact` (without) under the v2 model."""
+    if assignment is not None:
+        check_assignment(instance, assignment)
+    choices, reasons = _server_choices(instance)
+    best: tuple[Solution, _Choice] | None = None
+    for choice in choices:
+        solution, why = _solve_choice(instance, choice, assignment)
+        if solution is None:
+            reasons.append(why)
+            continue
+        server_cost = choice.server.cost_per_hour if choice.server else 0.0
+        total = solution.cost + server_cost
+        if best is None or _better(
+            total, solution.throughput,
+            best[0].cost + (best[1].server.cost_per_hour if best[1].server else 0.0),
+            best[0].throughput,
+        ):
+            best = (solution, choice)
+    if best is None:
+        return _infeasible(instance, scheduler, "; ".join(dict.fromkeys(reasons)), assignment)
+    return build_plan(instance, best[0].runs, best[1].server, scheduler, best[1].counts)
+
+
+def build_plan(
+    instance: Instance, runs: Sequence[tuple[int, int, str, int]],
+    server: ServerPlacement | None, scheduler: str, counts: dict[str, int] | None = None,
+) -> Plan:
+    """A feasible v2 plan from its stages' unit counts (every number from the terms above)."""
+    terms = StageTerms(instance, counts)
+    stages = []
+    total = top = 0.0
+    ahead = math.inf
+    for first, last, res, units in runs:
+        time_s = float(terms.times(first, last, res)[units - 1]) if units <= terms.counts[res] \
+            else float(StageTerms(instance).times(first, last, res)[units - 1])
+        rate = units * instance.batch_size / time_s
+        runs_ahead = terms.runs_ahead(first, last)
+        if runs_ahead:
+            ahead = min(ahead, rate)
+        else:
+            total += 1 / rate
+            top = max(top, 1 / rate)
+        stages.append(Stage(tuple(range(first, last + 1)), res, units, time_s, rate, runs_ahead))
+    turns = float(turns_rate(np.array([total]), np.array([top]), instance.micro_batches)[0])
+    throughput = min(ahead, turns, server.throughput if server else math.inf)
+    cost = sum(units * instance.resource(res).price_per_hour for _, _, res, units in runs)
+    cost += server.cost_per_hour if server else 0.0
+    hours = total_cost = None
+    if instance.samples is not None:
+        hours = instance.samples / throughput / 3600
+        total_cost = cost * hours
+    return Plan(
+        scheduler=scheduler,
+        feasible=True,
+        assignment=tuple(res for first, last, res, _ in runs for _ in range(first, last + 1)),
+        stages=tuple(stages),
+        throughput=throughput,
+        cost_per_hour=cost,
+        hours=hours,
+        total_cost=total_cost,
+        sync=instance.sync,
+        micro_batches=instance.micro_batches,
+        parameter_server=server,
+        cost_model=2,
+    )
+
+
+def _infeasible(
+    instance: Instance, scheduler: str, reason: str, assignment: Sequence[str] | None
+) -> Plan:
+    return Plan(
+        scheduler=scheduler,
+        feasible=False,
+        assignment=tuple(assignment) if assignment is not None else None,
+        reason=reason or "no plan",
+        sync=instance.sync,
+        micro_batches=instance.micro_batches,
+        cost_model=2,
+    )
