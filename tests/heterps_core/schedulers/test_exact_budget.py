@@ -134,3 +134,11 @@ def test_cli_prints_progress_and_gap(capsys: pytest.CaptureFixture[str], tmp_pat
     assert code == 0 and err == ""  # no progress unless asked for (stderr is not a terminal)
     plan = json.loads(out)
     assert plan["feasible"] and "notes" not in plan
+
+
+def test_progress_only_moves_forward() -> None:
+    seen: list[Progress] = []
+    create("exact").plan(stress_instance(2, 64, 8), seen.append)
+    fractions = [p.fraction for p in seen]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    assert len(set(fractions)) > 3  # it does move in between
