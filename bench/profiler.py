@@ -3,6 +3,8 @@ that stage's layers together (forward + backward), for every zoo model, on this 
 
     .venv/bin/python bench/profiler.py                      # the documented run, writes the doc
     .venv/bin/python bench/profiler.py --quick --out -      # a smoke run, prints the tables
+    .venv/bin/python bench/profiler.py --validate           # only the GPU validation table
+                                                            # (issue 18; rewrites that section)
 
 A stage is every contiguous run of two or more layers. Layers and stages are timed in
 interleaved rounds (one timed run of each per round, after warm-up rounds), so load from other
@@ -188,6 +190,8 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=21)
     parser.add_argument("--quick", action="store_true", help="tiny sizes, few rounds")
+    parser.add_argument("--validate", action="store_true",
+                        help="only the GPU estimates against published figures (issue 18)")
     parser.add_argument("--out", default=str(ROOT / "docs" / "benchmarks" / "profiler.md"),
                         help="markdown file, or - for stdout")
     args = parser.parse_args()
@@ -196,6 +200,8 @@ def main() -> int:
     if args.quick:
         args.size, args.rounds, args.warmup = "tiny", 5, 1
     torch.set_num_threads(args.threads)
+    if args.validate:
+        return write_validation(Path(args.out))
     started = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M")
     load_start = _load()
     t0 = time.perf_counter()
@@ -205,11 +211,200 @@ def main() -> int:
         results += measure_model(name, args.size, args.batch_size, args.warmup, args.rounds,
                                  args.clock)
     text = render(results, args, started, (load_start, _load()), time.perf_counter() - t0)
+    old = Path(args.out).read_text() if args.out != "-" and Path(args.out).exists() else ""
+    if VALIDATION_BEGIN in old:  # keep the GPU validation section of an earlier --validate run
+        text += "\n" + VALIDATION_BEGIN + old.split(VALIDATION_BEGIN, 1)[1]
     if args.out == "-":
         print(text)
     else:
         Path(args.out).write_text(text)
         print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+# ---- GPU estimates against published figures (issue 18) ----
+
+VALIDATION_BEGIN = "<!-- gpu validation: begin -->"
+VALIDATION_END = "<!-- gpu validation: end -->"
+GOAL = 0.30
+SWEEP = (1024, 4096, 16384, 32768)
+
+
+def _published_counts() -> dict[int, object]:
+    from heterps_core.profiler.published import count_published_dlrm
+
+    counts = {}
+    for batch in SWEEP:
+        print(f"counting the published DLRM at batch {batch} ...", file=sys.stderr, flush=True)
+        counts[batch] = count_published_dlrm(batch)
+    return counts
+
+
+def _zoo_chain_count(batch: int) -> list[object]:
+    """Our zoo DLRM chain (carried columns and all) at the published configuration."""
+    from heterps_core.profiler.counting import count_ops
+    from heterps_core.zoo.base import ModelConfig
+
+    model_def = zoo.get("dlrm")
+    config = ModelConfig(vocab_sizes=(100_000,) * 26, embedding_dim=128,
+                         hidden=(1024, 1024, 512, 256), extra={"bottom": (512, 256)})
+    model = model_def.build(config).train()
+    inputs, labels = next(model_def.batches(config, batch))
+    boundaries = boundary_tensors(model, inputs)
+    counts = []
+    for i in range(len(model.layers)):
+        runner = StageRunner(model, boundaries, labels, i, i)
+        counts.append(count_ops(lambda r=runner: r.run(r.prepare())))
+    return counts
+
+
+def _direction(errors: list[float]) -> str:
+    """'all N rows estimated too slow, by 8-26%' (or the mixed case)."""
+    slow = [e for e in errors if e < 0]
+    if len(slow) == len(errors):
+        low, high = min(-e for e in slow), max(-e for e in slow)
+        return f"all {len(errors)} rows are estimated too slow, by {low:.0%}-{high:.0%}"
+    return (f"{len(slow)} of {len(errors)} rows estimated too slow, errors "
+            f"{min(errors):+.0%} to {max(errors):+.0%}")
+
+
+def write_validation(out: Path) -> int:
+    from dataclasses import replace
+
+    from heterps_core.hardware import default_catalogue
+    from heterps_core.hardware.roofline import estimate_operators
+    from heterps_core.profiler.published import PUBLISHED, published_kind
+
+    started = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M")
+    t0 = time.perf_counter()
+    catalogue = default_catalogue()
+    counts = _published_counts()
+    rows, errors, signed, errors_06 = [], [], [], []
+    for fig in PUBLISHED:
+        kind = published_kind(fig, catalogue)
+        est = estimate_operators(counts[fig.batch_size], kind)  # type: ignore[arg-type]
+        at_06 = estimate_operators(counts[fig.batch_size],  # type: ignore[arg-type]
+                                   replace(kind, compute_efficiency=0.6))
+        rate = fig.batch_size / est.seconds
+        error = rate / fig.samples_per_s - 1
+        old_release = bool(fig.note)
+        error_06 = fig.batch_size / at_06.seconds / fig.samples_per_s - 1
+        if not old_release:
+            errors.append(abs(error))
+            signed.append(error)
+            errors_06.append(error_06)
+        verdict = "yes" if abs(error) <= GOAL else "no"
+        rows.append(
+            f"| {fig.gpu} | {fig.precision} | {fig.batch_size:,} | {fig.samples_per_s:,.0f} | "
+            f"{rate:,.0f} | {100 * error:+.1f}% | {verdict} | {est.gemm_s * 1e3:.1f} / "
+            f"{est.memory_s * 1e3:.1f} / {est.gather_s * 1e3:.1f} / {est.launch_s * 1e3:.1f} | "
+            f"{100 * error_06:+.1f}% | "
+            f"{fig.source}{'; ' + fig.note if fig.note else ''} |"
+        )
+    sweep_rows = []
+    for name, precision in (("gpu-v100", "fp32"), ("gpu-a100", "tf32"), ("gpu-a100", "amp")):
+        kind = replace(catalogue.get(name), precision=precision)
+        rates = [b / estimate_operators(counts[b], kind).seconds  # type: ignore[arg-type]
+                 for b in SWEEP]
+        sweep_rows.append(f"| {name} {precision} | " + " | ".join(f"{r:,.0f}" for r in rates)
+                          + " |")
+    print("counting our zoo DLRM chain at the published configuration ...", file=sys.stderr)
+    chain = _zoo_chain_count(32768)
+    chain_rows = []
+    for name, precision in (("gpu-v100", "fp32"), ("gpu-a100", "tf32")):
+        kind = replace(catalogue.get(name), precision=precision)
+        parts = [estimate_operators(c, kind) for c in chain]  # type: ignore[arg-type]
+        total = sum(p.seconds for p in parts)
+        memory = sum(p.memory_s for p in parts)
+        plain = estimate_operators(counts[32768], kind)  # type: ignore[arg-type]
+        chain_rows.append(
+            f"| {name} {precision} | {32768 / plain.seconds:,.0f} | {32768 / total:,.0f} | "
+            f"{plain.memory_s * 1e3:.1f} ms | {memory * 1e3:.1f} ms |"
+        )
+    elapsed = time.perf_counter() - t0
+    within = sum(e <= GOAL for e in errors)
+    lines = [
+        VALIDATION_BEGIN,
+        "## GPU estimates against published training throughput (issue 18)",
+        "",
+        f"Generated by `.venv/bin/python bench/profiler.py --validate` on {started} UTC in "
+        f"{elapsed:.0f} s (counting only: the estimates need no GPU and no timing). No GPU is "
+        "lent to this project's sessions, so nothing here is measured on a GPU; the rows "
+        "compare our estimate with figures NVIDIA published.",
+        "",
+        "**Like with like.** The published configuration is built as NVIDIA trained it "
+        "(`heterps_core/profiler/published.py`: " + PUBLISHED[0].config + "), as one plain "
+        "module, counted operator by operator at the published batch size on this CPU, and "
+        "priced with rule `operator-roofline-v2` on our catalogue entry for the GPU at the "
+        "published precision (A100 80 GB rows with its 2,039 GB/s). Tables are capped at "
+        "100,000 rows for counting; a lookup moves the rows it reads whatever the table size.",
+        "",
+        f"**Result: {within} of {len(errors)} current figures within {GOAL:.0%}** (the two "
+        "April-2020 rows are the first release, before NVIDIA's May-2020 performance "
+        "optimizations, and are listed, not counted). Before issue 18 (the issue's numbers, "
+        "rule `roofline-ratio-v1` on the zoo DLRM): 2.9x too slow on a V100 and 7.8x on an "
+        "A100, and faster at a smaller batch.",
+        "",
+        "| GPU | precision | batch | published samples/s | our estimate | error | within "
+        f"{GOAL:.0%} | gemm / memory / gather / launch ms per batch | error at compute "
+        "efficiency 0.6 | source |",
+        "|---|---|---:|---:|---:|---:|---|---|---:|---|",
+        *rows,
+        "",
+        f"What is left, per row: {_direction(signed)}. NVIDIA's "
+        "DLRM fuses what we count as separate operators (one kernel for all 26 lookups, a "
+        "fused dot interaction, apex fused MLPs, a fused sparse SGD update), so its memory "
+        "traffic and launches are below our eager-PyTorch count; the estimate is of the "
+        "same architecture run operator by operator, which is what our runtime does. The "
+        "GPU compute efficiency of 0.8 (was 0.6) is an assumption, not a fit (large cuBLAS "
+        "matrix products are commonly reported at 80-90% of the dense peak; not measured "
+        "here); the column *error at 0.6* shows "
+        f"the rows with the old value ({_direction(errors_06)}; "
+        f"{sum(abs(e) > GOAL for e in errors_06)} of {len(errors_06)} beyond {GOAL:.0%}). "
+        "The gather efficiency (0.5 of the streaming bandwidth for random "
+        "embedding rows) is also an assumption.",
+        "",
+        "**Batch-size dependence** (estimated samples/s of the published DLRM; fixed costs "
+        "per batch, i.e. weights and kernel launches, are amortised over more samples, so "
+        "throughput rises with the batch, as on real GPUs; before issue 18 it fell):",
+        "",
+        "| GPU | " + " | ".join(f"batch {b:,}" for b in SWEEP) + " |",
+        "|---|" + "---:|" * len(SWEEP),
+        *sweep_rows,
+        "",
+        "**Our zoo chain vs the plain architecture** (same published configuration, batch "
+        "32,768): the zoo's chain contract carries columns through layers (the bottom MLP "
+        "passes the 26 x 128 embedding columns along, `PartialDense`), and each carried "
+        "copy is memory traffic that NVIDIA's code does not have. This is what planning "
+        "instances of the zoo DLRM see:",
+        "",
+        "| GPU | plain module, samples/s | zoo chain, samples/s | memory time, plain | "
+        "memory time, chain |",
+        "|---|---:|---:|---:|---:|",
+        *chain_rows,
+        "",
+        "Not compared, and why: NVIDIA's Wide&Deep tables (DeepLearningExamples, "
+        "TensorFlow) are for the Outbrain data set, whose features and embedding sizes "
+        "differ from our Criteo-style `wide_deep`, so a like-with-like row needs that "
+        "configuration built first; the TensorFlow 2 DLRM tables (NGC `dlrm_tf2`) were found "
+        "but only their time-to-train rows were read in this session; NCF is not a zoo "
+        "model; MLPerf DLRM results are time-to-train on 8 or more GPUs (all-to-all between "
+        "GPUs, not one unit's throughput); no single-GPU TorchRec throughput table was found "
+        "in the search corpora; CTR-DNN, DeepFM, two-tower, 2EMB and NCE have no published "
+        "GPU training throughput we could find. `heterps profile --device cuda:0 "
+        "--device-kind gpu-xxx` measures instead of estimating when a GPU is available; "
+        "here it stops with `--device cuda:0: no CUDA device on this machine` (tested).",
+        VALIDATION_END,
+    ]
+    section = "\n".join(lines) + "\n"
+    text = out.read_text() if out.exists() else ""
+    if VALIDATION_BEGIN in text and VALIDATION_END in text:
+        head, rest = text.split(VALIDATION_BEGIN, 1)
+        text = head + section.rstrip("\n") + rest.split(VALIDATION_END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    out.write_text(text)
+    print(f"wrote the GPU validation into {out}", file=sys.stderr)
     return 0
 
 
