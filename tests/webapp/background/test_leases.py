@@ -7,6 +7,7 @@ The processes-killed-for-real versions are in tests/workers/test_faults.py.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -159,3 +160,45 @@ def _wait(condition: Any, timeout_s: float = 20) -> None:
     while not condition():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.05)
+
+
+def _runtime_children() -> list[int]:
+    """Live processes started from this one that run the runtime (stages, PS shards)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        ppid = next(int(x.split()[1]) for x in status.splitlines() if x.startswith("PPid:"))
+        zombie = "State:\tZ" in status
+        if ppid == os.getpid() and "heterps_core" in cmdline and not zombie:
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.slow
+def test_shutdown_stops_a_real_job_run_and_its_runtime_processes_within_10_s(
+    personas: Any, source: Any
+) -> None:
+    from webapp.jobs import services as jobs
+    from webapp.jobs.services import RunOptions
+
+    job = jobs.approve(personas.member, source, RunOptions(steps=3000))
+    runner = threading.Thread(target=services.run_work, args=(job.work_id,))
+    runner.start()
+    _wait(lambda: Work.objects.get(pk=job.work_id).step >= 1, 180)
+    processes = _runtime_children()
+    assert processes  # the stages run as processes of their own
+    start = time.monotonic()
+    assert leases.stop_local() == 1
+    runner.join(30)
+    stopped_s = time.monotonic() - start
+    assert stopped_s < 10
+    assert [pid for pid in processes if pid in _runtime_children()] == []
+    work = Work.objects.get(pk=job.work_id)
+    assert work.status == Status.FAILED
+    assert work.error.startswith("Interrupted at step ") and "of 3000" in work.error
