@@ -41,6 +41,8 @@ class FrontierPoint:
             "units": [s.units for s in plan.stages],
             "dominated": self.dominated,
             "reason": plan.reason,
+            **({"sync": plan.sync, "micro_batches": plan.micro_batches}
+               if plan.cost_model == 2 else {}),
         }
 
 
@@ -76,10 +78,10 @@ def frontier(
     for i, target in enumerate(sorted(targets)):
         plans.append(exact_plan(instance.with_target(float(target))).with_scheduler("exact"))
         progress(Progress(i + 1, len(targets), f"target {target:g} samples/s"))
-    return _mark_dominated(sorted(targets), plans)
+    return mark_dominated(sorted(targets), plans)
 
 
-def _mark_dominated(targets: list[float], plans: list[Plan]) -> list[FrontierPoint]:
+def mark_dominated(targets: list[float], plans: list[Plan]) -> list[FrontierPoint]:
     points = []
     for target, plan in zip(targets, plans, strict=True):
         dominated = plan.feasible and any(

@@ -18,9 +18,63 @@ from heterps_core.cli.output import (
 )
 from heterps_core.errors import HeterPSError, InstanceError
 from heterps_core.instance import Instance
+from heterps_core.plan import Plan
 from heterps_core.progress import Progress, no_progress
 
 ALL = "all"
+SYNC_CHOICES = ("async", "bsp", "auto")
+TRADE_OFF = {
+    "async": "async: stages without dense weights run one mini-batch ahead and sparse updates "
+             "apply as they arrive (staleness up to one mini-batch): faster per hour, possibly "
+             "more samples to the same loss",
+    "bsp": "bsp: exact SGD (every mini-batch sees every earlier update), repeatable; stages "
+           "take turns, so it needs more units for the same throughput",
+}
+
+
+def add_sync_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--sync", choices=SYNC_CHOICES,
+        help="price the plan for this runtime sync mode (cost model v2); auto: the cheaper "
+             "of async and bsp that meets the target. Default: the instance's own (v1 files: "
+             "the v1 model)",
+    )
+    parser.add_argument(
+        "--micro-batches", type=int, dest="micro_batches",
+        help="micro-batches per mini-batch the plan is priced for (cost model v2)",
+    )
+
+
+def sync_variants(instance: Instance, args: argparse.Namespace) -> list[Instance]:
+    """The instance(s) to plan: as is, or under v2 for the sync mode(s) asked for."""
+    sync, micro = getattr(args, "sync", None), getattr(args, "micro_batches", None)
+    if micro is not None and micro < 1:
+        raise InstanceError("--micro-batches", f"must be at least 1, got {micro}")
+    if sync is None and micro is None:
+        return [instance]
+    modes = ["async", "bsp"] if sync == "auto" else [sync or instance.sync]
+    return [instance.as_v2(mode, micro) for mode in modes]
+
+
+def pick_sync(plans: list[Plan]) -> Plan:
+    """One plan per sync mode -> the better one, its choice and trade-off in the notes."""
+    from heterps_core.costmodel import is_better
+
+    if len(plans) == 1:
+        return plans[0]
+    chosen = plans[0]
+    for plan in plans[1:]:
+        if is_better(plan, chosen):
+            chosen = plan
+    others = [p for p in plans if p is not chosen]
+    lines = [f"sync auto: chose {chosen.sync}"]
+    for other in others:
+        if other.feasible and other.cost_per_hour is not None:
+            lines[0] += f" over {other.sync} (${other.cost_per_hour:.3f}/h)"
+        else:
+            lines[0] += f" over {other.sync} (infeasible: {other.reason})"
+    lines.append(TRADE_OFF.get(chosen.sync or "", ""))
+    return chosen.with_notes(*[line for line in lines if line])
 
 
 @register
@@ -57,11 +111,13 @@ class PlanCommand(Command):
         )
         parser.add_argument("--explain", action="store_true", help="why this plan, runner-ups")
         parser.add_argument("--json", action="store_true", help="print JSON")
+        add_sync_arguments(parser)
 
     def run(self, args: argparse.Namespace) -> int:
         from heterps_core.schedulers import create
 
-        instance = Instance.load(args.instance)
+        variants = sync_variants(Instance.load(args.instance), args)
+        instance = variants[0]
         if args.budget_s is not None and args.budget_s <= 0:
             raise InstanceError("--budget-s", f"must be greater than 0, got {args.budget_s:g}")
         if args.pretrained and args.from_scratch:
@@ -71,12 +127,15 @@ class PlanCommand(Command):
         options = {"seed": args.seed, "budget_s": args.budget_s, "pretrained": args.pretrained,
                    "policy_only": args.policy_only, "from_scratch": args.from_scratch}
         if args.scheduler == ALL:
+            if len(variants) > 1:
+                raise InstanceError("--sync", "auto is not available with --scheduler all")
             return _plan_all(instance, options, args.json)
         show = sys.stderr.isatty() if args.progress is None else args.progress
         report = SolverProgress(sys.stderr) if show else no_progress
-        plan = create(args.scheduler, **options).plan(instance, report)
+        plan = pick_sync([create(args.scheduler, **options).plan(v, report) for v in variants])
         if isinstance(report, SolverProgress):
             report.close()
+        instance = next((v for v in variants if v.sync == plan.sync), instance)
         if args.explain:
             from heterps_core.explain import explain
 
@@ -124,7 +183,6 @@ class SolverProgress:
 
 def _plan_all(instance: Instance, options: dict[str, object], as_json: bool) -> int:
     from heterps_core.costmodel import is_better
-    from heterps_core.plan import Plan
     from heterps_core.schedulers import create, get, names
 
     order = ["exact"] + [n for n in names() if n != "exact"]
@@ -166,13 +224,15 @@ class EvaluateCommand(Command):
             "--assignment", required=True, help="comma-separated resource name per layer"
         )
         parser.add_argument("--json", action="store_true", help="print the plan as JSON")
+        add_sync_arguments(parser)
 
     def run(self, args: argparse.Namespace) -> int:
         from heterps_core.costmodel import evaluate
 
-        instance = Instance.load(args.instance)
+        variants = sync_variants(Instance.load(args.instance), args)
         assignment = [a.strip() for a in args.assignment.split(",")]
-        plan = evaluate(instance, assignment)
+        plan = pick_sync([evaluate(v, assignment) for v in variants])
+        instance = next((v for v in variants if v.sync == plan.sync), variants[0])
         print_plan(instance, plan, as_json=args.json)
         return 0
 
@@ -190,17 +250,28 @@ class ParetoCommand(Command):
         parser.add_argument("--min", type=float, dest="low", help="lowest target (default R/4)")
         parser.add_argument("--max", type=float, dest="high", help="highest target (default 4R)")
         parser.add_argument("--json", action="store_true", help="print JSON")
+        add_sync_arguments(parser)
 
     def run(self, args: argparse.Namespace) -> int:
-        from heterps_core.frontier import default_targets, frontier, frontier_to_dict
+        from heterps_core.frontier import (
+            default_targets,
+            frontier,
+            frontier_to_dict,
+            mark_dominated,
+        )
 
-        instance = Instance.load(args.instance)
+        variants = sync_variants(Instance.load(args.instance), args)
+        instance = variants[0]
         targets = (
             _parse_targets(args.targets)
             if args.targets
             else default_targets(instance, args.points, args.low, args.high)
         )
-        points = frontier(instance, targets)
+        sweeps = [frontier(v, targets) for v in variants]
+        points = mark_dominated(
+            [group[0].target for group in zip(*sweeps, strict=True)],
+            [pick_sync([p.plan for p in group]) for group in zip(*sweeps, strict=True)],
+        )
         if args.json:
             print(json.dumps(frontier_to_dict(instance, points), indent=2))
         else:

@@ -146,3 +146,34 @@ def test_plan_all_json(capsys: pytest.CaptureFixture[str]) -> None:
     data = json.loads(out)
     assert data["chosen"] == "exact"
     assert {p["scheduler"] for p in data["plans"]} >= {"exact", "brute", "greedy"}
+
+
+def test_sync_flags_price_the_plan_and_are_recorded(capsys: pytest.CaptureFixture[str]) -> None:
+    tiny = str(DATA / "tiny.json")
+    _, v1, _ = run(capsys, "plan", tiny, "--json")
+    assert "sync" not in json.loads(v1)  # a v1 file without flags keeps the v1 plan format
+    plans = {}
+    for sync in ("async", "bsp"):
+        code, out, _ = run(capsys, "plan", tiny, "--sync", sync, "--micro-batches", "2", "--json")
+        assert code == 0
+        plans[sync] = json.loads(out)
+        assert plans[sync]["sync"] == sync and plans[sync]["micro_batches"] == 2
+        assert plans[sync]["cost_model"] == 2
+    # bsp: the stages take turns, so the same plan sustains less than async
+    assert plans["bsp"]["throughput"] < plans["async"]["throughput"]
+    code, out, _ = run(capsys, "plan", tiny, "--sync", "auto", "--json")
+    auto = json.loads(out)
+    assert auto["sync"] in ("async", "bsp") and any("sync auto" in n for n in auto["notes"])
+    code, out, _ = run(
+        capsys, "evaluate", tiny, "--assignment", "cpu,gpu,gpu", "--sync", "bsp", "--json"
+    )
+    bsp = json.loads(out)
+    stage_rates = [s["throughput"] for s in bsp["stages"]]
+    assert bsp["throughput"] == pytest.approx(1 / sum(1 / r for r in stage_rates), rel=1e-6)
+    code, out, _ = run(capsys, "pareto", tiny, "--sync", "bsp", "--points", "3", "--json")
+    assert all(p["sync"] == "bsp" for p in json.loads(out)["points"])
+
+
+def test_bad_micro_batches_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "plan", str(DATA / "tiny.json"), "--micro-batches", "0")
+    assert code == 2 and "--micro-batches" in err
