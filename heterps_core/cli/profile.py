@@ -17,6 +17,7 @@ from heterps_core.progress import Progress
 if TYPE_CHECKING:
     from heterps_core.hardware import Catalogue
     from heterps_core.profiler import ModelProfile
+    from heterps_core.profiler.local import LocalMeasure
 
 
 class ProgressBar:
@@ -79,6 +80,11 @@ class ProfileCommand(Command):
         parser.add_argument("--device-kind", metavar="NAME",
                             help="catalogue kind the profiled device is: its times are used "
                                  "as measured instead of estimated")
+        parser.add_argument("--include-local", type=int, default=0, metavar="N",
+                            help="add N identical resource types local-1..local-N measured "
+                                 "on this machine as the runtime runs a stage (count = cores "
+                                 "/ --threads, network = measured loopback); writes a v2 "
+                                 "instance")
         parser.add_argument("--target", type=float, help="throughput target, samples/s")
         parser.add_argument("--samples", type=float, help="samples to train (for total cost)")
         parser.add_argument("--seed", type=int, default=0)
@@ -107,7 +113,9 @@ class ProfileCommand(Command):
         profile = _profile(args)
         from heterps_core.profiler.instance_builder import build_instance
 
-        built = build_instance(profile, catalogue, args.target, args.samples, args.device_kind)
+        local = _local(args, profile) if args.include_local else None
+        built = build_instance(profile, catalogue, args.target, args.samples, args.device_kind,
+                               local=local, local_types=args.include_local)
         text = built.instance.to_json() + "\n"
         if args.out:
             Path(args.out).write_text(text)
@@ -121,6 +129,22 @@ class ProfileCommand(Command):
             Path(provenance).write_text(json.dumps(built.provenance(), indent=2) + "\n")
             print(f"wrote {provenance} (where every number comes from)", file=sys.stderr)
         return 0
+
+
+def _local(args: argparse.Namespace, profile: ModelProfile) -> LocalMeasure:
+    from heterps_core.profiler.calibrate import utc_now
+    from heterps_core.profiler.local import LocalMeasure, loopback_gbps, runtime_step_seconds
+
+    if args.include_local < 0 or args.import_spec:
+        raise HeterPSError("--include-local needs a zoo MODEL and N >= 1")
+    print(f"measuring local-1..local-{args.include_local}: runtime steps and the loopback "
+          "link", file=sys.stderr)
+    seconds, outputs = runtime_step_seconds(
+        args.model, args.size, profile.batch_size, args.threads, max(5, args.repeats),
+        args.seed,
+    )
+    gbps = loopback_gbps(max(outputs[:-1] or [0.0]) or 1.0)
+    return LocalMeasure(tuple(seconds), gbps, args.threads, utc_now())
 
 
 def _catalogue(path: str | None) -> Catalogue:

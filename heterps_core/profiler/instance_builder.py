@@ -13,9 +13,10 @@ from typing import Any
 
 from heterps_core.hardware.catalogue import Catalogue
 from heterps_core.hardware.roofline import estimate, estimate_operators, rates_of
-from heterps_core.instance import SCHEMA_VERSION, Instance
+from heterps_core.instance import SCHEMA_VERSION, SCHEMA_VERSION_2, Instance
 from heterps_core.profiler.calibrate import utc_now
 from heterps_core.profiler.chain import ProfileError
+from heterps_core.profiler.local import LocalMeasure, memory_gb
 from heterps_core.profiler.result import LayerProfile, ModelProfile
 
 
@@ -64,13 +65,18 @@ def build_instance(
     samples: float | None = None,
     measured_kind: str | None = None,
     name: str | None = None,
+    local: LocalMeasure | None = None,
+    local_types: int = 0,
 ) -> BuiltInstance:
+    """The instance; with `local` (from `--include-local`) a v2 instance with `local_types`
+    resource types of this machine added, the profiler's sparse bytes per layer and a
+    parameter-server role on every CPU type."""
     if measured_kind is not None and measured_kind not in catalogue.names:
         raise ProfileError(
             f"--device-kind {measured_kind!r} is not in the catalogue "
             f"(known: {', '.join(catalogue.names)})"
         )
-    figures = [
+    figures: list[Figure] = [
         _figure(layer, kind.name, profile, catalogue, measured_kind)
         for layer in profile.layers
         for kind in catalogue.kinds
@@ -100,7 +106,33 @@ def build_instance(
     }
     if samples is not None:
         data["samples"] = samples
+    if local is not None:
+        _add_local(data, profile, local, local_types, figures)
     return BuiltInstance(Instance.from_dict(data), profile, catalogue, tuple(figures))
+
+
+def _add_local(
+    data: dict[str, Any], profile: ModelProfile, local: LocalMeasure, n: int,
+    figures: list[Figure],
+) -> None:
+    """v2 fields, and the local types measured as the runtime runs a stage."""
+    data["version"] = SCHEMA_VERSION_2
+    local_resources = local.resources(n, memory_gb())
+    data["resources"] += local_resources
+    for layer, item, seconds in zip(profile.layers, data["layers"], local.seconds, strict=True):
+        # The profiler counts each touched row twice: pulled once, pushed back once.
+        item["sparse_pull_mb"] = layer.sparse_bytes / 2 / 1e6
+        item["sparse_push_mb"] = layer.sparse_bytes / 2 / 1e6
+        for res in local_resources:
+            item["compute_s"][res["name"]] = seconds
+            figures.append(Figure(
+                layer.name, res["name"], seconds, "measured", "this machine", local.measured_at,
+                {"threads": local.threads, "what": "forward + backward + SGD update, first "
+                 "layer incl. producing the batch, fastest of the batches timed"},
+            ))
+    data["parameter_server"] = {
+        "hosts": [r["name"] for r in data["resources"] if r["kind"] == "cpu"],
+    }
 
 
 def _figure(

@@ -1,0 +1,193 @@
+"""Prediction benchmark: the v2 cost model's throughput vs `heterps run --json` on this CPU.
+
+    .venv/bin/python bench/prediction.py [--models ctr_dnn] [--steps 120] [--rounds 3]
+                                         [--shapes all|accept] [--out FILE]
+
+For each model: `heterps profile MODEL --include-local 2 --threads 1` (two resource types of
+this machine, measured as the runtime runs a stage, network = measured loopback), then for
+every plan shape the runtime can run on 2 cores the plan is priced by the v2 cost model
+(`costmodel_v2.build_plan`: the shape's stages and units, the sync mode and micro-batches,
+the parameter-server shards) and run with `heterps run PLAN --json --bind
+local-1=cpu:1,local-2=cpu:1`, best of `--rounds`. The load average is recorded per row
+(the machine is shared).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from heterps_core.costmodel_v2 import build_plan, place_server, server_need  # noqa: E402
+from heterps_core.instance import Instance  # noqa: E402
+from heterps_core.plan import Plan, ServerPlacement  # noqa: E402
+
+PY = str(ROOT / ".venv" / "bin" / "python")
+BIND = "local-1=cpu:1,local-2=cpu:1"
+
+
+@dataclass(frozen=True)
+class Shape:
+    label: str
+    cuts: tuple[int, ...]  # first layer of every stage after the first
+    units: tuple[int, ...]
+    sync: str
+    micro: int
+    shards: int = 1
+    accept: bool = False  # one of the issue's acceptance rows
+
+
+SHAPES = (
+    Shape("1 stage", (), (1,), "bsp", 1, accept=True),
+    Shape("2 stages", (1,), (1, 1), "async", 1, accept=True),
+    Shape("2 stages", (1,), (1, 1), "bsp", 1, accept=True),
+    Shape("2 stages", (1,), (1, 1), "bsp", 2),
+    Shape("2 stages", (1,), (1, 1), "bsp", 4),
+    Shape("3 stages", (1, 3), (1, 1, 1), "async", 1),
+    Shape("2 stages, dense x 2 replicas", (1,), (1, 2), "async", 1),
+    Shape("2 stages, 2 server shards", (1,), (1, 1), "async", 1, shards=2),
+)
+
+
+def profile(model: str, size: str, workdir: Path) -> Instance:
+    out = workdir / f"{model}.json"
+    subprocess.run(
+        [PY, "-m", "heterps_core", "profile", model, "--size", size, "--threads", "1",
+         "--repeats", "10", "--include-local", "2", "--target", "1000", "--out", str(out)],
+        check=True, capture_output=True, text=True,
+    )
+    return Instance.load(out)
+
+
+def price(instance: Instance, shape: Shape) -> Plan:
+    """The v2 prediction for this shape: stages alternate local-1 / local-2."""
+    inst = instance.replace(sync=shape.sync, micro_batches=shape.micro, throughput_target=1.0)
+    n = len(inst.layers)
+    firsts = (0, *shape.cuts)
+    lasts = (*[c - 1 for c in shape.cuts], n - 1)
+    runs = [
+        (f, la, f"local-{1 + s % 2}", k)
+        for s, (f, la, k) in enumerate(zip(firsts, lasts, shape.units, strict=True))
+    ]
+    need = server_need(inst)
+    server: ServerPlacement | None = None
+    if need is not None:
+        placed, _ = place_server(inst, "local-2", need)
+        assert placed is not None
+        server = ServerPlacement(
+            placed.resource, shape.shards, placed.time_per_batch_s * placed.shards / shape.shards,
+            placed.throughput * shape.shards / placed.shards,
+            placed.cost_per_hour * shape.shards / placed.shards, placed.memory_gb,
+        )
+    return build_plan(inst, runs, server, "bench")
+
+
+def run(plan: Plan, model: str, size: str, steps: int, workdir: Path) -> float:
+    path = workdir / "plan.json"
+    path.write_text(plan.to_json())
+    shards = plan.parameter_server.shards if plan.parameter_server else 1
+    out = subprocess.run(
+        [PY, "-m", "heterps_core", "run", str(path), "--model", model, "--size", size,
+         "--steps", str(steps), "--sync", plan.sync or "bsp",
+         "--micro-batches", str(plan.micro_batches or 1), "--ps-shards", str(shards),
+         "--lr", "0.01", "--bind", BIND, "--json"],
+        check=True, capture_output=True, text=True,
+        env={**os.environ, "HETERPS_VAR_DIR": os.environ.get("HETERPS_VAR_DIR", "/tmp/h5-var")},
+    )
+    return float(json.loads(out.stdout)["throughput"])
+
+
+@dataclass(frozen=True)
+class Row:
+    model: str
+    shape: Shape
+    predicted: float
+    measured: float
+    load: float
+
+    @property
+    def error(self) -> float:
+        return (self.measured - self.predicted) / self.predicted * 100
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--models", default="ctr_dnn,deepfm,dlrm,two_tower")
+    parser.add_argument("--size", default="small")
+    parser.add_argument("--steps", type=int, default=120)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--shapes", default="all", choices=("all", "accept"))
+    parser.add_argument("--out", default=str(ROOT / "docs" / "benchmarks" / "prediction.md"))
+    args = parser.parse_args()
+    command = "python bench/prediction.py " + " ".join(sys.argv[1:])
+    start_load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    started = time.perf_counter()
+    rows: list[Row] = []
+    links: dict[str, float] = {}
+    shapes = [s for s in SHAPES if args.shapes == "all" or s.accept]
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        for model in [m.strip() for m in args.models.split(",")]:
+            instance = profile(model, args.size, work)
+            links[model] = instance.resource("local-1").network_gbps
+            for shape in shapes:
+                if len(shape.units) > len(instance.layers):
+                    continue
+                plan = price(instance, shape)
+                assert plan.throughput is not None
+                load = os.getloadavg()[0]
+                best = max(run(plan, model, args.size, args.steps, work)
+                           for _ in range(args.rounds))
+                row = Row(model, shape, plan.throughput, best, load)
+                rows.append(row)
+                print(f"{model:<10} {shape.label:<30} {shape.sync:<5} x{shape.micro} "
+                      f"ps {shape.shards}: predicted {row.predicted:>8,.0f} measured "
+                      f"{row.measured:>8,.0f} ({row.error:+.1f}%) load {load:.1f}",
+                      file=sys.stderr, flush=True)
+    write(rows, links, Path(args.out), command, time.perf_counter() - started, start_load,
+          args.rounds, args.steps)
+    print(Path(args.out).read_text())
+    return 0
+
+
+def write(rows: list[Row], links: dict[str, float], out: Path, command: str, seconds: float,
+          load: str, rounds: int, steps: int) -> None:
+    link = ", ".join(f"{gbps:.1f} Gbit/s ({m})" for m, gbps in links.items())
+    lines = [
+        "# Prediction benchmark: cost model v2 vs measured runs",
+        "",
+        f"Measured {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC with `{command}` "
+        f"({seconds:.0f} s), {os.cpu_count()} cores, load average at start {load}. "
+        f"Profiles: `heterps profile MODEL --include-local 2 --threads 1` (loopback: {link}). "
+        f"Measured: `heterps run PLAN --json --bind {BIND}`, {steps} mini-batches, best of "
+        f"{rounds}.",
+        "",
+        "| model | plan | sync | micro-batches | server shards | predicted samples/s "
+        "| measured samples/s | error | 1-min load at the row |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        s = r.shape
+        lines.append(
+            f"| {r.model} | {s.label} | {s.sync} | {s.micro} | {s.shards} | "
+            f"{r.predicted:,.0f} | {r.measured:,.0f} | {r.error:+.1f}% | {r.load:.1f} |"
+        )
+    lines.append("")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    existing = out.read_text() if out.exists() else ""
+    notes = existing.split("\n## ", 1)[1] if "\n## " in existing else ""
+    out.write_text("\n".join(lines) + ("\n## " + notes if notes else ""))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
