@@ -98,7 +98,7 @@ def _plan(types: list[str]) -> Plan:
                     "price_per_hour": 0.5 + i,
                     "count": 8,
                     "memory_gb": 64,
-                    "network_gbps": 1e6,
+                    "network_gbps": 100_000,  # the documented maximum
                 }
                 for i, t in enumerate(types)
             ],

@@ -46,7 +46,7 @@ def plan_for(assignment: list[str], units: list[int]) -> Plan:
                     "price_per_hour": 0.5 + i,
                     "count": 8,
                     "memory_gb": 64,
-                    "network_gbps": 1e6,
+                    "network_gbps": 100_000,  # the documented maximum
                 }
                 for i, n in enumerate(names)
             ],
