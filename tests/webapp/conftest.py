@@ -188,8 +188,12 @@ def world(personas: Any, plan_result: Any, catalogue: list[Any]) -> World:
     make = lambda label, **kw: apps.get_model(*label.split(".")).objects.create(  # noqa: E731
         project=project, **kw)
     work = make("background.Work", kind="evaluate", created_by=personas.member)
+    job_model = apps.get_model("jobs", "Job")
+    # A pipeline job as approving makes one (its runner's options, where the model has them).
+    options = ({"options": {"sync": "bsp"}}
+               if any(f.name == "options" for f in job_model._meta.fields) else {})
     job = make("jobs.Job", name="j", plan=plan_result.plan, model_name="ctr_dnn", steps=4,
-               batch_size=64, predicted_throughput=1.0, predicted_cost_per_hour=1.0,
+               batch_size=64, predicted_throughput=1.0, predicted_cost_per_hour=1.0, **options,
                work=make("background.Work", kind="job-run", params={"job": 0, "run": 1}))
     Work.objects.filter(pk=job.work_id).update(params={"job": job.pk, "run": 1})
     profile = make("profiling.ProfileRun", model=request.model, batch_size=64)

@@ -51,6 +51,7 @@ BODIES: dict[tuple[str, str], Callable[[Ids], dict[str, Any]]] = {
                                                  "network_gbps": 10.0},
     ("resource-type-detail", "put"): lambda ids: {"price_per_hour": 2.0},
     ("resource-type-detail", "patch"): lambda ids: {"count": 3},
+    ("cluster-detail", "patch"): lambda ids: {"name": "renamed", "description": "d"},
     ("profile-run-list", "post"): lambda ids: {"model": ids["model"], "batch_size": 64,
                                                "repeats": 1},
     ("cluster-list", "post"): lambda ids: {"project": ids["project"], "name": "c2",
@@ -65,7 +66,8 @@ BODIES: dict[tuple[str, str], Callable[[Ids], dict[str, Any]]] = {
     ("api-token-list", "post"): lambda ids: {"name": "laptop", "days": 30},
 }
 # URL argument of each detail route with a body.
-DETAIL_KIND = {"resource-type-detail": "resource", "plan-result-what-if": "result"}
+DETAIL_KIND = {"resource-type-detail": "resource", "plan-result-what-if": "result",
+               "cluster-detail": "cluster"}
 
 
 def _schema(client: Any) -> dict[str, Any]:
@@ -342,3 +344,18 @@ def _rows() -> dict[str, int]:
     if apps.is_installed("webapp.accounts"):
         labels.append("accounts.ApiToken")
     return {label: apps.get_model(*label.split(".")).objects.count() for label in labels}
+
+
+@pytest.mark.parametrize(("url", "body"), [
+    ("/api/projects/", {"name": LONG}),
+    ("/api/clusters/", {"name": LONG, "resource_types": []}),
+    ("/api/models/", {"name": LONG, "zoo_name": "ctr_dnn"}),
+    ("/api/tokens/", {"name": LONG}),
+])
+def test_a_100000_character_name_is_a_field_error(url: str, body: dict[str, Any],
+                                                  personas: Any, login: Any) -> None:
+    # On PostgreSQL a varchar overflow used to be a DataError and a 500.
+    body = {"project": personas.project.pk, **body}
+    response = login(personas.owner).post(url, body, content_type="application/json")
+    assert response.status_code == 400, response.content[:300]
+    assert "name" in response.json()
