@@ -31,12 +31,23 @@ class RunCommand(Command):
         parser.add_argument("--size", default="small", help="model size (default: small)")
         parser.add_argument("--batch-size", type=int, help="default: the model's own")
         parser.add_argument(
-            "--micro-batches", type=int, help="default: 1, or 4 with several stages"
+            "--micro-batches", type=int,
+            help="default: the plan's (cost model v2); v1 plans: 1, or 4 with several stages",
         )
-        parser.add_argument("--sync", default="bsp", help="sync mode: bsp (default) or async")
+        parser.add_argument(
+            "--sync", help="sync mode: async or bsp; default: the plan's (v2), else bsp"
+        )
+        parser.add_argument(
+            "--reevaluate", metavar="INSTANCE.json",
+            help="allow a --sync/--micro-batches/--ps-shards the v2 plan was not priced for: "
+                 "its assignment is re-priced on this instance under them and that plan runs",
+        )
         parser.add_argument("--lr", type=float, default=0.05, help="SGD learning rate")
         parser.add_argument("--seed", type=int, default=0)
-        parser.add_argument("--ps-shards", type=int, default=1, help="parameter-server processes")
+        parser.add_argument(
+            "--ps-shards", type=int,
+            help="parameter-server processes (default: the plan's shards, else 1)",
+        )
         parser.add_argument("--checkpoint-dir", help="write checkpoints here")
         parser.add_argument("--checkpoint-every", type=int, help="steps between checkpoints")
         parser.add_argument(
@@ -60,11 +71,17 @@ class RunCommand(Command):
         from heterps_core.runtime.models import resolve_model
         from heterps_core.runtime.spec import TrainSettings
 
-        plan = Plan.load(args.plan)
+        plan = priced_plan(Plan.load(args.plan), args)
         zoo = resolve_model(args.model)
         batch_size = args.batch_size or zoo.default_batch_size
         if batch_size < 1:
             raise InstanceError("batch-size", f"must be at least 1, got {batch_size}")
+        if plan.cost_model == 2:
+            args.sync, args.micro_batches = plan.sync, plan.micro_batches
+            if args.ps_shards is None and plan.parameter_server is not None:
+                args.ps_shards = plan.parameter_server.shards
+        args.sync = args.sync or "bsp"
+        args.ps_shards = args.ps_shards if args.ps_shards is not None else 1
         micro = args.micro_batches or default_micro_batches(len(plan.stages))
         train = TrainSettings(
             model=args.model,
@@ -133,7 +150,49 @@ class RunCommand(Command):
 
 
 def plan_resources(plan: Plan) -> list[str]:
-    return list(dict.fromkeys(s.resource for s in plan.stages))
+    names = [s.resource for s in plan.stages]
+    if plan.parameter_server is not None:
+        names.append(plan.parameter_server.resource)
+    return list(dict.fromkeys(names))
+
+
+def priced_plan(plan: Plan, args: argparse.Namespace) -> Plan:
+    """The plan to run. A v2 plan was priced for one sync mode, micro-batch count and server:
+    an override it was not priced for is refused unless `--reevaluate INSTANCE` re-prices
+    the plan's assignment under it (and that re-priced plan runs)."""
+    if plan.cost_model != 2:
+        return plan
+    shards = plan.parameter_server.shards if plan.parameter_server else None
+    asked = {
+        "--sync": (args.sync, plan.sync),
+        "--micro-batches": (args.micro_batches, plan.micro_batches),
+        "--ps-shards": (args.ps_shards, shards),
+    }
+    changed = {flag: v for flag, v in asked.items() if v[0] is not None and v[0] != v[1]}
+    if not changed:
+        return plan
+    if not args.reevaluate:
+        flag, (wanted, priced) = next(iter(changed.items()))
+        raise InstanceError(
+            flag, f"the plan was priced for {priced}, not {wanted}; run it as priced, or add "
+            "--reevaluate INSTANCE.json to re-price it for the override",
+        )
+    if "--ps-shards" in changed:
+        raise InstanceError(
+            "--ps-shards", "the cost model sizes the server itself; re-plan instead"
+        )
+    from heterps_core.costmodel import evaluate
+    from heterps_core.instance import Instance
+
+    instance = Instance.load(args.reevaluate).as_v2(
+        args.sync or plan.sync, args.micro_batches or plan.micro_batches
+    )
+    again = evaluate(instance, list(plan.assignment or ()))
+    if not again.feasible:
+        raise InstanceError("--reevaluate", f"re-priced, the plan is infeasible: {again.reason}")
+    print(f"re-priced for {again.sync}, {again.micro_batches} micro-batches: "
+          f"{again.throughput:,.0f} samples/s at ${again.cost_per_hour:.3f}/h", file=sys.stderr)
+    return again
 
 
 class ProgressLine:

@@ -74,6 +74,15 @@ def whole_steps(units: Sequence[int], about: int = STEPS_ABOUT) -> int:
     return rounds * math.ceil(about / rounds)
 
 
+def _server_target(config: RunConfig) -> str:
+    """Where a v2 plan puts its parameter-server shards: its resource's (CPU) target."""
+    server = config.plan.parameter_server
+    target = config.binding.get(server.resource) if server is not None else None
+    if target is None or target.is_cuda or target.is_remote:
+        return "cpu"  # shards are CPU processes started here
+    return str(target)
+
+
 def compile_run(config: RunConfig) -> JobSpec:
     """The job spec of `config`, checked against the model, the plan and this machine."""
     train = config.train
@@ -83,7 +92,8 @@ def compile_run(config: RunConfig) -> JobSpec:
     _check_chain(stages, model, train)
     if config.ps_shards < 1:
         raise RunConfigError("ps_shards", f"must be at least 1, got {config.ps_shards}")
-    ranks = layout(stages, checked_binding(config.binding, stages), config.ps_shards)
+    binding = checked_binding(config.binding, stages)
+    ranks = layout(stages, binding, config.ps_shards, _server_target(config))
     if not sparse_tables(model):
         ranks = tuple(r for r in ranks if r.role != "ps")
     spec = JobSpec(

@@ -121,9 +121,11 @@ def stages_from_plan(plan: Plan) -> tuple[StageSpec, ...]:
 
 
 def layout(
-    stages: tuple[StageSpec, ...], binding: dict[str, Target], ps_shards: int
+    stages: tuple[StageSpec, ...], binding: dict[str, Target], ps_shards: int,
+    ps_target: str = "cpu",
 ) -> tuple[RankSpec, ...]:
-    """Ranks in order: stage 1 replicas, stage 2 replicas, ..., then parameter-server shards."""
+    """Ranks in order: stage 1 replicas, stage 2 replicas, ..., then parameter-server shards
+    (on `ps_target`: the target of the resource a v2 plan puts them on)."""
     ranks: list[RankSpec] = []
     for s, stage in enumerate(stages):
         if stage.resource not in binding:
@@ -132,7 +134,7 @@ def layout(
         for replica in range(stage.units):
             ranks.append(RankSpec(len(ranks), "stage", s, replica, target))
     for shard in range(ps_shards):
-        ranks.append(RankSpec(len(ranks), "ps", -1, shard, "cpu"))
+        ranks.append(RankSpec(len(ranks), "ps", -1, shard, ps_target))
     return tuple(ranks)
 
 
