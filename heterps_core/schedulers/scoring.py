@@ -43,6 +43,7 @@ class AssignmentScorer:
         self.instance = instance
         self.costs = ChainCosts(instance)
         self._stage: dict[tuple[int, int, str], tuple[int, float, float] | None] = {}
+        self._whole: dict[tuple[str, ...], Score] = {}
         self.evaluations = 0
 
     def stage(self, first: int, last: int, res: str) -> tuple[int, float, float] | None:
@@ -64,6 +65,8 @@ class AssignmentScorer:
 
     def score(self, assignment: Sequence[str]) -> Score:
         self.evaluations += 1
+        if self.instance.is_v2:
+            return self._score_v2(tuple(assignment))
         bad_layers = 0
         cost = 0.0
         throughput = float("inf")
@@ -82,6 +85,20 @@ class AssignmentScorer:
         )
         infeasibility = float(bad_layers) + over / max(1, sum(used.values()))
         return Score(infeasibility, cost, -throughput if throughput != float("inf") else 0.0)
+
+    def _score_v2(self, assignment: tuple[str, ...]) -> Score:
+        """v2: stages taking turns share one time budget, so an assignment is provisioned
+        as a whole by the cost model (cached: the searches revisit assignments)."""
+        if assignment not in self._whole:
+            plan = evaluate(self.instance, list(assignment), "score")
+            if plan.feasible:
+                self._whole[assignment] = Score(
+                    0.0, plan.cost_per_hour or 0.0, -(plan.throughput or 0.0)
+                )
+            else:
+                bad = sum(1 for s in plan.stages if s.units is None) or 1
+                self._whole[assignment] = Score(float(bad), 0.0, 0.0)
+        return self._whole[assignment]
 
     def plan(self, assignment: Sequence[str], scheduler: str) -> Plan:
         return evaluate(self.instance, list(assignment), scheduler, costs=self.costs)

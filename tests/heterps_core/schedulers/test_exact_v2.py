@@ -194,3 +194,18 @@ def test_plan_records_sync_micro_batches_and_server() -> None:
             s.units * inst.resource(s.resource).price_per_hour for s in plan.stages  # type: ignore[operator]
         )
         assert math.isclose(plan.cost_per_hour or 0, stage_cost + ps["cost_per_hour"])
+
+
+@pytest.mark.parametrize("name", ["brute", "greedy", "genetic", "random", "homogeneous",
+                                  "heuristic"])
+def test_every_scheduler_is_priced_by_v2_and_never_beats_exact(name: str) -> None:
+    from heterps_core.schedulers import create
+
+    for seed in range(0, 40, 4):
+        inst = Instance.from_dict(_raw(seed))
+        best = exact_plan(inst)
+        plan = create(name, seed=seed, samples=200, generations=10).plan(inst)
+        if plan.feasible:
+            assert plan.cost_model == 2 and plan.sync == inst.sync
+            assert best.feasible and best.cost_per_hour is not None
+            assert (plan.cost_per_hour or 0) >= best.cost_per_hour * (1 - 1e-9)
