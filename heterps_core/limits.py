@@ -98,3 +98,25 @@ def check(name: str, value: Any, where: str | None = None,
           error: Callable[[str, str], Exception] = InstanceError) -> Any:
     """`LIMITS[name].check(value, where, error)`."""
     return LIMITS[name].check(value, where, error)
+
+
+def argument(name: str) -> Callable[[str], Any]:
+    """An argparse `type=` for the input `name`: parses the text and checks the range, so
+    the CLI refuses what the pages and the API refuse, with the same sentence."""
+    import argparse
+
+    limit = LIMITS[name]
+
+    def parse(text: str) -> Any:
+        try:
+            value: Any = int(text) if limit.integer else float(text)
+        except ValueError:
+            kind = "a whole number" if limit.integer else "a number"
+            raise argparse.ArgumentTypeError(f"must be {kind}, got {text!r}") from None
+        try:
+            return limit.check(value, name)
+        except InstanceError as exc:
+            raise argparse.ArgumentTypeError(exc.problem) from None
+
+    parse.__name__ = name  # argparse names the type in its messages
+    return parse

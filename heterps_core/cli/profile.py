@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, TextIO
 from heterps_core.cli import register
 from heterps_core.cli.base import Command
 from heterps_core.errors import HeterPSError
+from heterps_core.limits import argument
 from heterps_core.progress import Progress
 
 if TYPE_CHECKING:
@@ -61,9 +62,11 @@ class ProfileCommand(Command):
                             help="zoo model size (production: tables of tens of GB)")
         parser.add_argument("--device", default="cpu", help="cpu or cuda:N")
         parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
-        parser.add_argument("--batch-size", type=int, help="default: the model's own")
+        parser.add_argument("--batch-size", type=argument("batch_size"),
+                            help="default: the model's own")
         parser.add_argument("--warmup", type=int, default=3)
-        parser.add_argument("--repeats", type=int, default=10, help="timed runs per layer")
+        parser.add_argument("--repeats", type=argument("repeats"), default=10,
+                            help="timed runs per layer")
         parser.add_argument("--clock", default="wall", choices=("wall", "cpu"),
                             help="wall: elapsed time; cpu: this thread's CPU time, immune to "
                                  "other processes on a shared machine (needs --threads 1)")
@@ -85,8 +88,10 @@ class ProfileCommand(Command):
                                  "on this machine as the runtime runs a stage (count = cores "
                                  "/ --threads, network = measured loopback); writes a v2 "
                                  "instance")
-        parser.add_argument("--target", type=float, help="throughput target, samples/s")
-        parser.add_argument("--samples", type=float, help="samples to train (for total cost)")
+        parser.add_argument("--target", type=argument("throughput_target"),
+                            help="throughput target, samples/s")
+        parser.add_argument("--samples", type=argument("samples"),
+                            help="samples to train (for total cost)")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--out", metavar="INSTANCE.json",
                             help="where to write the instance (default: stdout)")

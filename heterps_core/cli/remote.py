@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from heterps_core.errors import HeterPSError
+from heterps_core.limits import argument
 
 TIMEOUT_S = 30.0
 REMOTE: list[type[RemoteCommand]] = []
@@ -256,7 +257,8 @@ class Approve(RemoteCommand):
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("plan_result", type=int, help="planning result id")
-        parser.add_argument("--steps", type=int, required=True, help="mini-batches to train")
+        parser.add_argument("--steps", type=argument("steps"), required=True,
+                            help="mini-batches to train")
         parser.add_argument("--sync", default="bsp", help="sync mode (default: bsp)")
         parser.add_argument("--bind", help="resource=target list, e.g. gpu-v100=cuda:0")
 

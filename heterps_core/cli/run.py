@@ -10,6 +10,7 @@ from typing import TextIO
 from heterps_core.cli import register
 from heterps_core.cli.base import Command
 from heterps_core.errors import InstanceError
+from heterps_core.limits import argument
 from heterps_core.plan import Plan
 
 
@@ -22,14 +23,16 @@ class RunCommand(Command):
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("plan", help="plan JSON file (from `heterps plan ... --json`)")
         parser.add_argument("--model", required=True, help="zoo model name (or module:Class)")
-        parser.add_argument("--steps", type=int, required=True, help="mini-batches to train")
+        parser.add_argument("--steps", type=argument("steps"), required=True,
+                            help="mini-batches to train")
         parser.add_argument(
             "--bind",
             help="resource=target list, e.g. cpu=cpu,gpu-v100=cuda:0 "
             "(targets: cpu, cpu:THREADS, cuda:N, remote); default all cpu",
         )
         parser.add_argument("--size", default="small", help="model size (default: small)")
-        parser.add_argument("--batch-size", type=int, help="default: the model's own")
+        parser.add_argument("--batch-size", type=argument("batch_size"),
+                            help="default: the model's own")
         parser.add_argument(
             "--micro-batches", type=int,
             help="default: the plan's (cost model v2); v1 plans: 1, or 4 with several stages",
@@ -42,7 +45,7 @@ class RunCommand(Command):
             help="allow a --sync/--micro-batches/--ps-shards the v2 plan was not priced for: "
                  "its assignment is re-priced on this instance under them and that plan runs",
         )
-        parser.add_argument("--lr", type=float, default=0.05, help="SGD learning rate")
+        parser.add_argument("--lr", type=argument("lr"), default=0.05, help="SGD learning rate")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument(
             "--ps-shards", type=int,

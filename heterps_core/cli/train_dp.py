@@ -10,6 +10,7 @@ from typing import Any
 from heterps_core.cli import register
 from heterps_core.cli.base import Command
 from heterps_core.errors import HeterPSError
+from heterps_core.limits import argument
 
 
 class _Usage(HeterPSError):
@@ -34,13 +35,14 @@ class TrainDataParallelCommand(Command):
         parser.add_argument("--backend", default="emulated",
                             help="emulated (one process, emulated clock; default) or process "
                                  "(one OS process per worker, wall clock)")
-        parser.add_argument("--workers", type=int, default=3)
+        parser.add_argument("--workers", type=argument("workers"), default=3)
         parser.add_argument("--slowdowns", default="",
                             help="comma-separated slowdown per worker, e.g. 1,2,4 (process "
                                  "backend: a sleep of (slowdown-1) x each step's compute)")
-        parser.add_argument("--batch-size", type=int, default=64, help="per worker")
-        parser.add_argument("--lr", type=float, default=0.05)
-        parser.add_argument("--steps", type=int, default=None,
+        parser.add_argument("--batch-size", type=argument("batch_size"), default=64,
+                            help="per worker")
+        parser.add_argument("--lr", type=argument("lr"), default=0.05)
+        parser.add_argument("--steps", type=argument("steps"), default=None,
                             help="stop after this many local steps of all workers")
         parser.add_argument("--duration", type=float, default=None,
                             help="stop after this many seconds (emulated, or wall-clock "

@@ -80,3 +80,21 @@ def test_the_documented_table_lists_every_limit() -> None:
     doc = (Path(__file__).resolve().parents[2] / "docs/limits.md").read_text()
     missing = [name for name in LIMITS if f"`{name}`" not in doc]
     assert missing == []
+
+
+@pytest.mark.parametrize(("argv", "words"), [
+    (["run", "plan.json", "--model", "ctr_dnn", "--steps", "10000000000"],
+     "--steps: must be between 1 and 10,000,000"),
+    (["run", "plan.json", "--model", "ctr_dnn", "--steps", "5", "--lr", "nan"],
+     "--lr: must be finite"),
+    (["train-dp", "--workers", "1000000"], "--workers: must be between 1 and 256"),
+    (["train-dp", "--batch-size", "1000000000"], "--batch-size: must be between 1 and 65,536"),
+])
+def test_the_cli_refuses_out_of_range_arguments(argv: list[str], words: str,
+                                                capsys: Any) -> None:
+    from heterps_core.cli import main
+
+    with pytest.raises(SystemExit) as caught:
+        main(argv)
+    assert caught.value.code == 2
+    assert words in capsys.readouterr().err
