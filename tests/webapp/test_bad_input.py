@@ -359,3 +359,20 @@ def test_a_100000_character_name_is_a_field_error(url: str, body: dict[str, Any]
     response = login(personas.owner).post(url, body, content_type="application/json")
     assert response.status_code == 400, response.content[:300]
     assert "name" in response.json()
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("throughput_target", 1e308), ("batch_size", 10**9),
+])
+def test_an_evaluate_target_of_1e308_is_refused_before_any_work(
+    field: str, value: Any, personas: Any, login: Any
+) -> None:
+    from webapp.background.models import Work
+
+    instance = TINY | {field: value}
+    response = login(personas.member).post(
+        "/api/work/", {"project": personas.project.pk, "kind": "evaluate",
+                       "params": {"instance": instance}}, content_type="application/json")
+    assert response.status_code == 400
+    assert f"instance.{field}" in response.json()
+    assert not Work.objects.exists()
