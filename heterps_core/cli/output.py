@@ -33,6 +33,18 @@ def format_plan(instance: Instance, plan: Plan) -> str:
             f"{i + 1:>5}  {label:<28.28} {stage.resource:<12.12} {stage.units:>5} "
             f"{stage.time_per_batch_s or 0:>10.6f} {stage.throughput or 0:>12,.0f}"
         )
+    server = plan.parameter_server
+    if server is not None:
+        lines.append(
+            f"    -  parameter server             {server.resource:<12.12} {server.shards:>5} "
+            f"{server.time_per_batch_s:>10.6f} {server.throughput:>12,.0f}"
+        )
+    if plan.cost_model == 2:
+        ahead = [str(i + 1) for i, s in enumerate(plan.stages) if s.runs_ahead]
+        lines.append(
+            f"priced for sync {plan.sync}, {plan.micro_batches} micro-batch(es) (cost model v2)"
+            + (f"; stage {', '.join(ahead)} runs ahead" if ahead else "")
+        )
     lines.append(
         f"throughput {plan.throughput:,.0f} samples/s   cost ${plan.cost_per_hour:,.3f} per hour"
         + (f"   total ${plan.total_cost:,.2f} for {plan.hours:,.2f} h (estimate)"
