@@ -11,15 +11,18 @@ import hashlib
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from django.conf import settings
-from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.http import Http404
 from django.utils import timezone
 
 from webapp.accounts.models import ApiToken, FailedLogin
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 MAX_DAYS = 365
 DEFAULT_DAYS = 90
@@ -52,7 +55,7 @@ def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-def create_token(user: AbstractBaseUser, name: str, days: int = DEFAULT_DAYS
+def create_token(user: User, name: str, days: int = DEFAULT_DAYS
                  ) -> tuple[ApiToken, str]:
     """A new token and its key (shown to the user once, never stored)."""
     name = (name or "").strip()
@@ -73,7 +76,7 @@ def create_token(user: AbstractBaseUser, name: str, days: int = DEFAULT_DAYS
     return token, key
 
 
-def own_token(user: AbstractBaseUser, pk: object) -> ApiToken:
+def own_token(user: User, pk: object) -> ApiToken:
     """One of the user's tokens; someone else's or a missing one is a 404."""
     from webapp.projects.permissions import valid_id
 
@@ -83,7 +86,7 @@ def own_token(user: AbstractBaseUser, pk: object) -> ApiToken:
     return token
 
 
-def revoke_token(user: AbstractBaseUser, pk: object) -> ApiToken:
+def revoke_token(user: User, pk: object) -> ApiToken:
     token = own_token(user, pk)
     if token.revoked_at is None:
         token.revoked_at = timezone.now()
@@ -91,7 +94,7 @@ def revoke_token(user: AbstractBaseUser, pk: object) -> ApiToken:
     return token
 
 
-def rotate_token(user: AbstractBaseUser, pk: object) -> tuple[ApiToken, str]:
+def rotate_token(user: User, pk: object) -> tuple[ApiToken, str]:
     """Revoke the token and make a new one with its name and lifetime."""
     with transaction.atomic():
         old = revoke_token(user, pk)
@@ -99,7 +102,7 @@ def rotate_token(user: AbstractBaseUser, pk: object) -> tuple[ApiToken, str]:
         return create_token(user, old.name, days)
 
 
-def revoke_all(user: AbstractBaseUser) -> int:
+def revoke_all(user: User) -> int:
     """Every token of the user (a password change calls this), legacy ones included."""
     count = ApiToken.objects.filter(user_id=user.pk, revoked_at__isnull=True).update(
         revoked_at=timezone.now())
@@ -112,7 +115,7 @@ def revoke_all(user: AbstractBaseUser) -> int:
     return count
 
 
-def user_for_key(key: str) -> AbstractBaseUser | None:
+def user_for_key(key: str) -> User | None:
     """The active token's user (and note its use), else None."""
     token = ApiToken.objects.select_related("user").filter(key_hash=hash_key(key)).first()
     if token is None or not token.active or not token.user.is_active:
