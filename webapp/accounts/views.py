@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.core.exceptions import ValidationError
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
 from django.views.decorators.http import require_POST
@@ -13,9 +13,10 @@ from django.views.decorators.http import require_POST
 from webapp.accounts import services
 from webapp.accounts.forms import ThrottledAuthenticationForm, TokenForm
 from webapp.accounts.models import ApiToken
+from webapp.middleware import AuthenticatedRequest
 
 
-def tokens(request: HttpRequest) -> HttpResponse:
+def tokens(request: AuthenticatedRequest) -> HttpResponse:
     form = TokenForm(request.POST or None)
     new_key = None
     status = 200
@@ -36,20 +37,20 @@ def tokens(request: HttpRequest) -> HttpResponse:
 
 
 @require_POST
-def revoke(request: HttpRequest, pk: int) -> HttpResponse:
+def revoke(request: AuthenticatedRequest, pk: int) -> HttpResponse:
     token = services.revoke_token(request.user, pk)
     messages.success(request, f"Revoked token {token.name} ({token.prefix}…).")
     return redirect("accounts:tokens")
 
 
 @require_POST
-def rotate(request: HttpRequest, pk: int) -> HttpResponse:
+def rotate(request: AuthenticatedRequest, pk: int) -> HttpResponse:
     token, key = services.rotate_token(request.user, pk)
     messages.success(request, f"Rotated {token.name}: the old key no longer works.")
     return _render(request, TokenForm(), key, 200)
 
 
-def _render(request: HttpRequest, form: TokenForm, new_key: str | None,
+def _render(request: AuthenticatedRequest, form: TokenForm, new_key: str | None,
             status: int) -> HttpResponse:
     context = {"form": form, "new_key": new_key,
                "tokens": ApiToken.objects.filter(user_id=request.user.pk)}
