@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from heterps_core.progress import Progress, ProgressCallback, no_progress
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser
+    from django.contrib.auth.models import User
 
     from webapp.background.models import Work
     from webapp.projects.models import Project
@@ -82,7 +82,7 @@ class WorkContext:
         return Project.objects.get(pk=self.project_id)
 
     @property
-    def user(self) -> AbstractBaseUser | None:
+    def user(self) -> User | None:
         from django.contrib.auth import get_user_model
 
         if self.user_id is None:
