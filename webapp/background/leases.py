@@ -138,10 +138,16 @@ class Heartbeat:
         try:
             close_old_connections()
             owned = Work.objects.filter(pk=self.ctx.work_id, lease_owner=self.owner)
-            if not owned.update(heartbeat_at=timezone.now()):
+            if owned.update(heartbeat_at=timezone.now()):
+                if owned.filter(status=Status.CANCELLING).exists():
+                    self.ctx.request_stop(StopReason.CANCELLED)
+                return
+            # Lost only if the record says so: a row this connection cannot see yet (the
+            # claim not committed, as inside a test's transaction) proves nothing.
+            holder = Work.objects.filter(pk=self.ctx.work_id).values_list(
+                "lease_owner", flat=True).first()
+            if holder is not None and holder != self.owner:
                 self.ctx.request_stop(StopReason.LEASE_LOST)
-            elif owned.filter(status=Status.CANCELLING).exists():
-                self.ctx.request_stop(StopReason.CANCELLED)
         except Exception:  # the database is away: the lease lapses, the sweeper decides
             log.warning("heartbeat of work %s failed", self.ctx.work_id, exc_info=True)
             connection.close()
