@@ -14,12 +14,11 @@ cancelled at once.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.conf import settings
-from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -32,6 +31,9 @@ from webapp.background.context import LeaseLost, StopReason, WorkCancelled, Work
 from webapp.background.models import Status, Work
 from webapp.projects.models import Project
 from webapp.projects.permissions import Action, AnyUser, check, check_references
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 log = logging.getLogger(__name__)
 EVENT_TYPE = "work.event"
@@ -47,7 +49,7 @@ class BrokerUnavailable(APIException):
 
 
 def start_work(
-    user: AbstractBaseUser, project: Project, kind: str, params: Any
+    user: AnyUser, project: Project, kind: str, params: Any
 ) -> Work:
     """Validate, record and enqueue one piece of work; members and owners only. Raises
     BrokerUnavailable (HTTP 503) when the broker refuses it; the record is then failed."""
@@ -56,7 +58,9 @@ def start_work(
     check_references(project, params, work_kind.references)
     clean = work_kind.clean_params(params)
     with transaction.atomic():
-        work = Work.objects.create(project=project, kind=kind, params=clean, created_by=user,
+        # `check` let only a member through: a signed-in user.
+        work = Work.objects.create(project=project, kind=kind, params=clean,
+                                   created_by=cast("User", user),
                                    queue=work_kind.queue)
         transaction.on_commit(lambda: _enqueue_or_fail(work.pk, work_kind.queue))
     return work
