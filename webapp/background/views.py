@@ -10,11 +10,12 @@ from django.views.decorators.http import require_POST
 from webapp.background import services
 from webapp.background.forms import EvaluateForm
 from webapp.background.models import Work
+from webapp.middleware import AuthenticatedRequest
 from webapp.projects.permissions import Action, can, get_owned, get_project
 
 
 @require_POST
-def start_evaluate(request: HttpRequest, project_pk: int) -> HttpResponse:
+def start_evaluate(request: AuthenticatedRequest, project_pk: int) -> HttpResponse:
     project = get_project(request.user, project_pk, Action.EDIT)
     form = EvaluateForm(request.POST)
     if form.is_valid():
