@@ -131,4 +131,4 @@ class IdMultipleChoiceField(forms.ModelMultipleChoiceField):
     def _check_values(self, value: Any) -> Any:
         if isinstance(value, list | tuple):
             _check_ids(value, self)
-        return super()._check_values(value)
+        return super()._check_values(value)  # type: ignore[misc]  # not in django-stubs
