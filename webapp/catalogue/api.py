@@ -56,9 +56,10 @@ class ResourceTypeViewSet(viewsets.ModelViewSet):
         project = self.request.query_params.get("project")
         if project is None:
             return queryset
-        if valid_id(project) is None:
+        project_id = valid_id(project)
+        if project_id is None:
             raise exceptions.ValidationError({"project": ["must be a project id"]})
-        return queryset.filter(project_id=valid_id(project))
+        return queryset.filter(project_id=project_id)
 
     def _own(self, pk: Any) -> ResourceType:
         return get_owned(self.request.user, ResourceType.objects.all(), valid_id(pk) or 0,
