@@ -3,7 +3,7 @@ the rules live in `webapp.catalogue.services.clean`; the form only reads the fie
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 
@@ -26,7 +26,8 @@ class ResourceTypeForm(forms.Form):
     def __init__(self, *args: Any, with_template: bool = True, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if with_template:
-            self.fields["template"].choices = [("", "— from scratch —")] + [
+            template = cast(forms.ChoiceField, self.fields["template"])
+            template.choices = [("", "— from scratch —")] + [
                 (k["name"], f"{k['name']} ({k['kind']}, ${k['price_per_hour']:g}/h)")
                 for k in services.hardware_catalogue()]
         else:
