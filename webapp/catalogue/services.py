@@ -13,7 +13,6 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
@@ -58,7 +57,7 @@ def clean(data: dict[str, Any]) -> dict[str, Any]:
     kind = str(data["kind"]).strip().lower()
     if kind not in KINDS:
         raise ValidationError({"kind": f"must be one of {', '.join(KINDS)}, got {kind!r}"})
-    values = {"name": name, "kind": kind}
+    values: dict[str, Any] = {"name": name, "kind": kind}
     for field in NUMBERS:
         values[field] = _number(data[field], field)
     # Only the fields a project sets are checked; the specs behind estimates come from a
@@ -80,7 +79,7 @@ def clean(data: dict[str, Any]) -> dict[str, Any]:
             "memory_gb": checked.memory_gb, "network_gbps": checked.network_gbps}
 
 
-def create(user: AbstractBaseUser | AnyUser, project: Project,
+def create(user: AnyUser, project: Project,
            data: dict[str, Any]) -> ResourceType:
     """A new resource type; fields left empty are taken from `data["template"]` (a
     hardware-catalogue entry) when one is named."""
@@ -94,7 +93,7 @@ def create(user: AbstractBaseUser | AnyUser, project: Project,
         return ResourceType.objects.create(project=project, **values)
 
 
-def update(user: AbstractBaseUser | AnyUser, resource_type: ResourceType,
+def update(user: AnyUser, resource_type: ResourceType,
            data: dict[str, Any]) -> ResourceType:
     check(user, resource_type.project_id, Action.EDIT)
     merged = {f: getattr(resource_type, f) for f in FIELDS}
@@ -113,7 +112,7 @@ def update(user: AbstractBaseUser | AnyUser, resource_type: ResourceType,
     return locked
 
 
-def delete(user: AbstractBaseUser | AnyUser, resource_type: ResourceType) -> None:
+def delete(user: AnyUser, resource_type: ResourceType) -> None:
     """Refused while a running job uses it, or when a cluster would be left with nothing.
     Plans made earlier keep their own copy of the resource (their instance JSON)."""
     check(user, resource_type.project_id, Action.EDIT)
