@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
 
 from webapp.projects.models import Membership, Project, Role
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 DEMO_PROJECT = "Demo"
 LOADER_MODULES = [
@@ -52,7 +54,7 @@ def demo_wanted(mode: str, env: Mapping[str, str], asked: bool | None = None) ->
 
 
 @transaction.atomic
-def load_demo(owner: AbstractBaseUser, force: bool = False) -> dict[str, int]:
+def load_demo(owner: User, force: bool = False) -> dict[str, int]:
     """Run every loader not run before (all of them with `force`) against the Demo project,
     with `owner` as an owner; the rows each created, 0 for those already loaded."""
     from webapp.ops.models import DemoLoaded
