@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.core.exceptions import ValidationError
@@ -36,7 +36,7 @@ class FactoryModelForm(forms.Form):
         from webapp.modelzoo.loading import allowed_factories
 
         # The factory's own name first: a long module path would be cut off in the select.
-        self.fields["factory"].choices = [
+        cast(forms.ChoiceField, self.fields["factory"]).choices = [
             (f, f"{f.rpartition(':')[2]} ({f.rpartition(':')[0]})") for f in allowed_factories()]
 
 
