@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
 
 from heterps_core import zoo
@@ -46,7 +45,7 @@ def zoo_chain(zoo_name: str, size: str) -> list[dict[str, Any]]:
 
 
 def add_zoo_model(
-    user: AbstractBaseUser | AnyUser, project: Project, zoo_name: str, size: str = "tiny",
+    user: AnyUser, project: Project, zoo_name: str, size: str = "tiny",
     name: str = "",
 ) -> RegisteredModel:
     """Register zoo entry `zoo_name` at `size`; adding the same one twice returns the first."""
@@ -83,7 +82,7 @@ def size_description(layout: str, size: str, config: Any, layers: list[dict[str,
 
 
 def add_factory_model(
-    user: AbstractBaseUser | AnyUser, project: Project, factory: str, name: str = "",
+    user: AnyUser, project: Project, factory: str, name: str = "",
     example_input: str = "", description: str = "",
 ) -> RegisteredModel:
     """Bring your own model: an allow-listed factory, traced with torch.fx into the layer
@@ -111,7 +110,7 @@ def add_factory_model(
 
 
 def import_model(
-    user: AbstractBaseUser | AnyUser, project: Project, name: str, chain_json: str,
+    user: AnyUser, project: Project, name: str, chain_json: str,
     description: str = "",
 ) -> RegisteredModel:
     """Register an imported model from its layer chain (JSON list of layers)."""
