@@ -18,6 +18,7 @@ from webapp.modelzoo.forms import (
 from webapp.modelzoo.models import RegisteredModel
 from webapp.profiling.models import ProfileRun
 from webapp.profiling.services import latest_profile, layer_chart, layer_table
+from webapp.projects.models import Project
 from webapp.projects.permissions import Action, can, get_owned, get_project, visible_projects
 
 
@@ -99,7 +100,7 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "modelzoo/detail.html", context)
 
 
-def _render_list(request: HttpRequest, project: object, add_form: AddZooModelForm,
+def _render_list(request: HttpRequest, project: Project, add_form: AddZooModelForm,
                  import_form: ImportModelForm, status: int = 200,
                  factory_form: FactoryModelForm | None = None) -> HttpResponse:
     context = {
@@ -107,7 +108,7 @@ def _render_list(request: HttpRequest, project: object, add_form: AddZooModelFor
         "project": project,
         "models": RegisteredModel.objects.filter(project=project),
         "zoo": services.zoo_catalogue(),
-        "can_edit": can(request.user, project, Action.EDIT),  # type: ignore[arg-type]
+        "can_edit": can(request.user, project, Action.EDIT),
         "add_form": add_form,
         "import_form": import_form,
     }
