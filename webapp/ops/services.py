@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import secrets
+from typing import TYPE_CHECKING
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 ADMIN_USERNAME = "admin"
 
 
 @transaction.atomic
-def ensure_admin() -> tuple[AbstractBaseUser, str | None]:
+def ensure_admin() -> tuple[User, str | None]:
     """The admin account, created once. Returns the new random password the first time
     (the caller prints it once; it is not stored anywhere in clear), else None."""
     User = get_user_model()
