@@ -79,7 +79,7 @@ class WhatIfSerializer(serializers.Serializer):
     count = api_number("count", required=False, allow_null=True, default=None)
 
 
-def _scoped(request: Request, queryset: QuerySet) -> QuerySet:  # type: ignore[type-arg]
+def _scoped(request: Request, queryset: QuerySet) -> QuerySet:
     return filter_by_query(request.query_params, visible(request.user, queryset), "project")
 
 
