@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 
@@ -27,9 +27,13 @@ class PlanningForm(forms.Form):
 
     def __init__(self, project: Project, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["model"].queryset = RegisteredModel.objects.filter(project=project)
-        self.fields["cluster"].queryset = Cluster.objects.filter(project=project)
-        self.fields["schedulers"].choices = [(n, n) for n in services.available_schedulers()]
+        fields = self.fields
+        cast(forms.ModelChoiceField, fields["model"]).queryset = RegisteredModel.objects.filter(
+            project=project)
+        cast(forms.ModelChoiceField, fields["cluster"]).queryset = Cluster.objects.filter(
+            project=project)
+        cast(forms.ChoiceField, fields["schedulers"]).choices = [
+            (n, n) for n in services.available_schedulers()]
         self.initial.setdefault("schedulers", services.default_schedulers())
         self.initial.setdefault("budget_s", 5.0)
 
@@ -42,7 +46,8 @@ class ClusterForm(forms.Form):
 
     def __init__(self, project: Project, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["resource_types"].queryset = ResourceType.objects.filter(project=project)
+        types = cast(forms.ModelChoiceField, self.fields["resource_types"])
+        types.queryset = ResourceType.objects.filter(project=project)
 
 
 class WhatIfForm(forms.Form):
@@ -53,7 +58,7 @@ class WhatIfForm(forms.Form):
 
     def __init__(self, resources: list[str], *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["resource"].choices = [(r, r) for r in resources]
+        cast(forms.ChoiceField, self.fields["resource"]).choices = [(r, r) for r in resources]
 
 
 class RLTrainingForm(forms.Form):
