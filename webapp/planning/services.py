@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import Any, cast
 
-from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
@@ -53,7 +52,7 @@ def default_schedulers() -> list[str]:
 
 
 def create_cluster(
-    user: AbstractBaseUser | AnyUser, project: Project, name: str,
+    user: AnyUser, project: Project, name: str,
     resource_types: list[ResourceType], description: str = "",
 ) -> Cluster:
     check(user, project, Action.EDIT)
@@ -73,7 +72,7 @@ def create_cluster(
 
 
 def update_cluster(
-    user: AbstractBaseUser | AnyUser, cluster: Cluster, name: str,
+    user: AnyUser, cluster: Cluster, name: str,
     resource_types: list[ResourceType], description: str = "",
 ) -> Cluster:
     """Rename or re-pool a cluster; plans made on it keep the instance they were solved on."""
@@ -95,7 +94,7 @@ def update_cluster(
     return cluster
 
 
-def delete_cluster(user: AbstractBaseUser | AnyUser, cluster: Cluster) -> None:
+def delete_cluster(user: AnyUser, cluster: Cluster) -> None:
     """Refused once plans were made on it: they (and jobs approved from them) name it."""
     check(user, cluster.project_id, Action.EDIT)
     plans = cluster.plans.count()
@@ -136,7 +135,8 @@ def build_request_instance(
         raise ValidationError({"cluster": f"{cluster.name} has no resource types"})
     _check_stored_types(resource_types)
     try:
-        built = build_instance(ModelProfile.from_dict(run.profile), catalogue_for(resource_types),
+        profile = ModelProfile.from_dict(cast(dict[str, Any], run.profile))
+        built = build_instance(profile, catalogue_for(resource_types),
                                throughput_target=target, samples=samples,
                                name=f"{model.name} on {cluster.name}")
     except HeterPSError as exc:
@@ -164,7 +164,7 @@ def _check_stored_types(resource_types: list[ResourceType]) -> None:
 
 
 def start_planning(
-    user: AbstractBaseUser | AnyUser, model: RegisteredModel, cluster: Cluster,
+    user: AnyUser, model: RegisteredModel, cluster: Cluster,
     throughput_target: float, scheduler_names: list[str], batch_size: int | None = None,
     samples: float | None = None, budget_s: float = 5.0, seed: int = 0,
 ) -> PlanningRequest:
@@ -399,7 +399,7 @@ def stage_rows(result: PlanResult) -> list[dict[str, Any]]:
 
 
 def run_what_if(
-    user: AbstractBaseUser | AnyUser, result: PlanResult, resource: str,
+    user: AnyUser, result: PlanResult, resource: str,
     price_per_hour: float | None, count: int | None,
 ) -> dict[str, Any]:
     """Re-plan exactly with one resource's price or count changed; nothing is stored."""
