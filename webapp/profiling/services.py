@@ -6,7 +6,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
@@ -26,7 +25,7 @@ MEASURED_RESOURCE = "this machine"
 
 
 def start_profile(
-    user: AbstractBaseUser | AnyUser, model: RegisteredModel, batch_size: int | None = None,
+    user: AnyUser, model: RegisteredModel, batch_size: int | None = None,
     repeats: int = 3,
 ) -> ProfileRun:
     """Create a profile run and enqueue its work; members and owners only."""
