@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.contrib import admin
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -96,7 +97,7 @@ class ProjectAdmin(ProjectScopedAdmin):
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         super(ProjectScopedAdmin, self).save_model(request, obj, form, change)
         if not change and not request.user.is_superuser:
-            Membership.objects.get_or_create(project=obj, user=request.user,
+            Membership.objects.get_or_create(project=obj, user=cast(User, request.user),
                                              defaults={"role": "owner"})
 
     def _project_id(self, obj: Any) -> int:
