@@ -10,15 +10,14 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any, TypeVar
 
-from django.contrib.auth.base_user import AbstractBaseUser
-from django.contrib.auth.models import AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.core import exceptions
 from django.db.models import Model, QuerySet
 from django.http import Http404
 
 from webapp.projects.models import Membership, Project, Role
 
-AnyUser = AbstractBaseUser | AnonymousUser
+AnyUser = User | AnonymousUser
 M = TypeVar("M", bound=Model)
 
 
