@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.base_user import AbstractBaseUser
+from typing import TYPE_CHECKING
+
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from webapp.projects.models import Membership, Project, Role
 from webapp.projects.permissions import Action, AnyUser, check
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
 
 @transaction.atomic
-def create_project(owner: AbstractBaseUser, name: str, description: str = "") -> Project:
+def create_project(owner: User, name: str, description: str = "") -> Project:
     """A new project whose creator is its first owner."""
     name = name.strip()
     if not name:
@@ -24,14 +28,14 @@ def create_project(owner: AbstractBaseUser, name: str, description: str = "") ->
     return project
 
 
-def owned_name_taken(owner: AbstractBaseUser, name: str) -> bool:
+def owned_name_taken(owner: User, name: str) -> bool:
     """Project names are unique (ignoring case) among the projects one user owns."""
     return Project.objects.filter(memberships__user=owner, memberships__role=Role.OWNER,
                                   name__iexact=name.strip()).exists()
 
 
 @transaction.atomic
-def set_member(actor: AnyUser, project: Project, user: AbstractBaseUser, role: str) -> Membership:
+def set_member(actor: AnyUser, project: Project, user: User, role: str) -> Membership:
     """Give `user` the role (adding them if needed); only owners may."""
     check(actor, project, Action.MANAGE)
     if role not in Role.values:
@@ -48,7 +52,7 @@ def set_member(actor: AnyUser, project: Project, user: AbstractBaseUser, role: s
 
 
 @transaction.atomic
-def remove_member(actor: AnyUser, project: Project, user: AbstractBaseUser) -> None:
+def remove_member(actor: AnyUser, project: Project, user: User) -> None:
     check(actor, project, Action.MANAGE)
     membership = Membership.objects.filter(project=project, user=user).first()
     if membership is None:
