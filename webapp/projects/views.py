@@ -11,12 +11,13 @@ from webapp.background.models import Work
 from webapp.catalogue import services as catalogue
 from webapp.catalogue.forms import ResourceTypeForm
 from webapp.catalogue.models import ResourceType
+from webapp.middleware import AuthenticatedRequest
 from webapp.projects import services
 from webapp.projects.forms import ProjectForm
 from webapp.projects.permissions import Action, can, get_project, role_of
 
 
-def create(request: HttpRequest) -> HttpResponse:
+def create(request: AuthenticatedRequest) -> HttpResponse:
     form = ProjectForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
