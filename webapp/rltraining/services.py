@@ -7,7 +7,6 @@ import math
 import time
 from typing import Any
 
-from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
@@ -28,7 +27,7 @@ REPORT_EVERY_S = 0.2  # progress events carry the rows since the last one
 
 
 def start_training(
-    user: AbstractBaseUser | AnyUser, request: PlanningRequest, budget_s: float = 10.0,
+    user: AnyUser, request: PlanningRequest, budget_s: float = 10.0,
     max_updates: int = 300, samples: int = 64, seed: int = 0,
 ) -> RLTrainingRun:
     check(user, request.project_id, Action.EDIT)
@@ -92,7 +91,7 @@ def _row(metrics: dict[str, Any]) -> dict[str, Any]:
             for k, v in metrics.items()}
 
 
-def approvable_result(user: AbstractBaseUser | AnyUser, run: RLTrainingRun) -> Any:
+def approvable_result(user: AnyUser, run: RLTrainingRun) -> Any:
     """The run's best plan as a result row of its planning request (scheduler
     "rl-train #N", gap to the exact optimum like every other row), so the jobs app's approve
     page, with its binding checks, approves it. Asking twice returns the same row."""
