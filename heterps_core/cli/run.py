@@ -73,6 +73,7 @@ class RunCommand(Command):
         from heterps_core.runtime.launcher import FINAL_LOSS_STEPS, Launcher
         from heterps_core.runtime.models import resolve_model
         from heterps_core.runtime.spec import TrainSettings
+        from heterps_core.runtime.throughput import run_summary
 
         plan = priced_plan(Plan.load(args.plan), args)
         zoo = resolve_model(args.model)
@@ -131,6 +132,8 @@ class RunCommand(Command):
             "binding": result.binding,
             "checkpoint_step": result.checkpoint_step,
         }
+        # The one measured definition, stages next to the plan, the plan as it ran.
+        summary.update(run_summary(result, batch_size, sync.get(args.sync).flushes))
         if args.json:
             print(json.dumps(summary, indent=2))
             return 0

@@ -116,7 +116,10 @@ class Launcher:
     def wait(self) -> RunResult:
         assert self._store is not None, "start() first"
         store, spec = self._store, self.spec
-        collector = Collector(store, spec, self.config.plan.cost_per_hour or 0.0, self.sink)
+        collector = Collector(
+            store, spec, self.config.plan.cost_per_hour or 0.0, self.sink,
+            predicted=tuple(s.time_per_batch_s for s in self.config.plan.stages),
+        )
         remote = [r for r in spec.ranks if agent.is_remote(r)]
         assigned = not remote
         deadline = time.monotonic() + self.config.agent_timeout_s
@@ -225,7 +228,8 @@ class Launcher:
             start_step=spec.start_step,
             steps=spec.train.steps,
             losses=losses,
-            throughput=collector.steady_throughput() or final.samples_per_s,
+            # The one definition (runtime/throughput.py); 0 when under two mini-batches finished.
+            throughput=collector.steady_throughput() or 0.0,
             elapsed_s=final.elapsed_s,
             cost=final.cost,
             busy_s=busy,

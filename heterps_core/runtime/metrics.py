@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from heterps_core import rendezvous as keys
 from heterps_core.progress import Progress, ProgressCallback
 from heterps_core.runtime.spec import JobSpec
+from heterps_core.runtime.throughput import RunThroughput, run_throughput
 
 
 @dataclass(frozen=True)
@@ -27,16 +28,37 @@ class StageMetrics:
     units: int
     busy_s: float
     idle_s: float
+    # Since the run's start (after start-up), summed over replicas: what the stage table's
+    # busy share and time per mini-batch are, live and final.
+    busy_total_s: float = 0.0
+    idle_total_s: float = 0.0
+    batches: int = 0  # mini-batches finished by the run so far
+    predicted_time_per_batch_s: float | None = None  # the plan's, one unit
 
     @property
     def busy_fraction(self) -> float:
+        """Busy share of the last window."""
         total = self.busy_s + self.idle_s
         return self.busy_s / total if total > 0 else 0.0
+
+    @property
+    def busy_share(self) -> float | None:
+        """Busy share since the run's start."""
+        total = self.busy_total_s + self.idle_total_s
+        return self.busy_total_s / total if total > 0 else None
+
+    @property
+    def time_per_batch_s(self) -> float | None:
+        """Measured busy seconds of one unit per mini-batch, since the run's start."""
+        return self.busy_total_s / self.batches if self.batches else None
 
 
 @dataclass(frozen=True)
 class MetricsSample:
-    """What a run has done so far; `samples_per_s`, `loss` and stage times cover the window."""
+    """What a run has done so far. `samples_per_s`, `loss` and the stages' busy/idle seconds
+    cover the last window (`window_s`: the labelled live figure); `run_samples_per_s` is the
+    run's measured throughput (`throughput.run_throughput`: first to last finished
+    mini-batch, start-up excluded and shown as `startup_s`)."""
 
     step: int
     total_steps: int
@@ -47,6 +69,10 @@ class MetricsSample:
     cost: float  # accrued dollars: units x price x elapsed
     cost_per_hour: float
     final: bool = False
+    window_s: float = 0.0
+    run_samples_per_s: float | None = None
+    span_s: float = 0.0
+    startup_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -58,6 +84,10 @@ class MetricsSample:
             "cost": self.cost,
             "cost_per_hour": self.cost_per_hour,
             "final": self.final,
+            "window_s": self.window_s,
+            "run_samples_per_s": self.run_samples_per_s,
+            "span_s": self.span_s,
+            "startup_s": self.startup_s,
             "stages": [
                 {
                     "stage": s.stage,
@@ -66,6 +96,11 @@ class MetricsSample:
                     "busy_s": s.busy_s,
                     "idle_s": s.idle_s,
                     "busy_fraction": s.busy_fraction,
+                    "busy_total_s": s.busy_total_s,
+                    "idle_total_s": s.idle_total_s,
+                    "busy_share": s.busy_share,
+                    "time_per_batch_s": s.time_per_batch_s,
+                    "predicted_time_per_batch_s": s.predicted_time_per_batch_s,
                 }
                 for s in self.stages
             ],
@@ -170,6 +205,7 @@ class Collector:
     cost_per_hour: float
     sink: MetricsSink = no_metrics
     clock: Callable[[], float] = time.perf_counter
+    predicted: tuple[float | None, ...] = ()  # the plan's per-unit time of each stage
     losses: dict[int, float] = field(default_factory=dict)
     finish_times: dict[int, float] = field(default_factory=dict)
     _ranks: dict[int, _RankState] = field(default_factory=dict)
@@ -178,9 +214,11 @@ class Collector:
     _last_step: int = 0
     _window_losses: list[float] = field(default_factory=list)
     _started: float = 0.0
+    _started_wall: float = 0.0  # the workers' finish times are wall-clock
 
     def __post_init__(self) -> None:
         self._started = self._last_emit = self.clock()
+        self._started_wall = time.time()
         self._last_step = self.spec.start_step
         self._ranks = {r.rank: _RankState() for r in self.spec.ranks if r.role == "stage"}
         self._last_ranks = set(self.spec.stage_ranks(len(self.spec.stages) - 1))
@@ -222,8 +260,16 @@ class Collector:
                 busy += state.busy - prev_busy
                 idle += state.idle - prev_idle
                 self._window[rank] = (state.busy, state.idle)
-            stages.append(StageMetrics(s + 1, stage.resource, stage.units, busy, idle))
+            planned = self.predicted[s] if s < len(self.predicted) else None
+            stages.append(StageMetrics(
+                s + 1, stage.resource, stage.units, busy, idle,
+                busy_total_s=sum(self._ranks[r].busy for r in self.spec.stage_ranks(s)),
+                idle_total_s=sum(self._ranks[r].idle for r in self.spec.stage_ranks(s)),
+                batches=len(self.finish_times),
+                predicted_time_per_batch_s=planned,
+            ))
         elapsed = now - self._started
+        run = self.run_throughput()
         sample = MetricsSample(
             step=step,
             total_steps=self.spec.train.steps,
@@ -234,17 +280,23 @@ class Collector:
             cost=self.cost_per_hour * elapsed / 3600,
             cost_per_hour=self.cost_per_hour,
             final=final,
+            window_s=window,
+            run_samples_per_s=run.per_s,
+            span_s=run.span_s,
+            startup_s=run.startup_s,
         )
         self._last_emit, self._last_step, self._window_losses = now, step, []
         self.sink(sample)
         return sample
 
+    def run_throughput(self) -> RunThroughput:
+        """The run's measured throughput so far: the one definition (`throughput.py`)."""
+        return run_throughput(self.finish_times.values(), self.spec.train.batch_size,
+                              self._started_wall)
+
     def steady_throughput(self) -> float | None:
         """Samples/s between the first and the last finished mini-batch (start-up excluded)."""
-        if len(self.finish_times) < 2:
-            return None
-        times = sorted(self.finish_times.values())
-        return (len(times) - 1) * self.spec.train.batch_size / max(times[-1] - times[0], 1e-9)
+        return self.run_throughput().per_s
 
     def totals(self) -> tuple[dict[int, float], dict[int, float]]:
         """Cumulative busy and idle seconds per stage (1-based), summed over replicas."""

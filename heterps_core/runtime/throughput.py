@@ -1,0 +1,204 @@
+"""What a run measured, defined once: its throughput, its start-up, each stage's time per
+mini-batch and busy share, and the plan re-evaluated with the stage times that ran.
+
+Every page, list, API, CLI and report that shows a run's measured throughput shows
+`RunThroughput.per_s` (docs/runtime.md, "Measured throughput"): the samples of the
+mini-batches finished after the first one, over the span from the first finished
+mini-batch to the last. Start-up (processes starting, the first mini-batch) is outside
+the span and shown on its own. A live figure over the last report window is a different
+number and is labelled as such.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from heterps_core.plan import Plan
+
+if TYPE_CHECKING:
+    from heterps_core.runtime.launcher import RunResult
+
+# Resource names that are GPUs (the catalogue's kind is used where it is known).
+GPU_WORDS = ("gpu", "cuda", "t4", "v100", "a100", "h100", "h200", "k80", "p100", "l4", "a10")
+
+
+@dataclass(frozen=True)
+class RunThroughput:
+    """Finished mini-batches between the first and the last; `per_s` is THE measured figure."""
+
+    samples: int  # of the mini-batches finished after the first (those inside the span)
+    span_s: float  # first finished mini-batch to the last
+    startup_s: float | None  # run start to the first finished mini-batch (None: none finished)
+    batches: int  # mini-batches finished in all
+
+    @property
+    def per_s(self) -> float | None:
+        return self.samples / self.span_s if self.span_s > 0 and self.samples else None
+
+
+def run_throughput(
+    finish_times: Iterable[float], batch_size: int, started_at: float | None = None
+) -> RunThroughput:
+    """The run's measured throughput from its mini-batches' finish times (one clock)."""
+    times = sorted(finish_times)
+    if not times:
+        return RunThroughput(0, 0.0, None, 0)
+    startup = times[0] - started_at if started_at is not None else None
+    return RunThroughput(
+        samples=(len(times) - 1) * batch_size,
+        span_s=times[-1] - times[0],
+        startup_s=max(startup, 0.0) if startup is not None else None,
+        batches=len(times),
+    )
+
+
+def is_gpu(resource: str, kind: str | None = None) -> bool:
+    if kind:
+        return kind.lower() == "gpu"
+    name = resource.lower()
+    return any(word in name for word in GPU_WORDS)
+
+
+def is_substitute(resource: str, target: str, kind: str | None = None) -> bool:
+    """A GPU type bound to this machine's CPU (or a CPU type to a GPU) ran on a stand-in:
+    the plan's per-stage prediction is for hardware that did not run."""
+    if target.startswith("remote"):
+        return is_gpu(resource, kind) != target.endswith("cuda")
+    return is_gpu(resource, kind) != target.startswith("cuda")
+
+
+@dataclass(frozen=True)
+class StageMeasure:
+    """One stage over the whole run, summed over its replicas."""
+
+    stage: int  # 1-based
+    resource: str
+    units: int
+    bound_to: str
+    busy_s: float
+    idle_s: float
+    batches: int  # mini-batches the stage finished (every replica together)
+    predicted_time_per_batch_s: float | None  # the plan's, for one unit
+    substitute: bool = False
+
+    @property
+    def measured_time_per_batch_s(self) -> float | None:
+        """Busy seconds of one unit per mini-batch: replicas' busy time over all mini-batches
+        (each replica handles 1/units of them), like the plan's per-unit stage time."""
+        return self.busy_s / self.batches if self.batches else None
+
+    @property
+    def busy_share(self) -> float | None:
+        total = self.busy_s + self.idle_s
+        return self.busy_s / total if total > 0 else None
+
+    @property
+    def idle_share(self) -> float | None:
+        share = self.busy_share
+        return None if share is None else 1.0 - share
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "stage": self.stage, "resource": self.resource, "units": self.units,
+            "bound_to": self.bound_to, "substitute": self.substitute,
+            "busy_total_s": self.busy_s, "idle_total_s": self.idle_s, "batches": self.batches,
+            "measured_time_per_batch_s": self.measured_time_per_batch_s,
+            "predicted_time_per_batch_s": self.predicted_time_per_batch_s,
+            "busy_share": self.busy_share, "idle_share": self.idle_share,
+        }
+
+
+def stage_measures(
+    plan: Plan,
+    binding: Mapping[str, str],
+    busy: Mapping[int, float],
+    idle: Mapping[int, float],
+    batches: int,
+    kinds: Mapping[str, str] | None = None,
+) -> list[StageMeasure]:
+    """Each stage's run totals next to the plan's per-unit time (stages 1-based)."""
+    kinds = kinds or {}
+    out = []
+    for i, stage in enumerate(plan.stages, start=1):
+        target = binding.get(stage.resource, "cpu")
+        out.append(StageMeasure(
+            stage=i, resource=stage.resource, units=stage.units or 1, bound_to=target,
+            busy_s=busy.get(i, 0.0), idle_s=idle.get(i, 0.0), batches=batches,
+            predicted_time_per_batch_s=stage.time_per_batch_s,
+            substitute=is_substitute(stage.resource, target, kinds.get(stage.resource)),
+        ))
+    return out
+
+
+@dataclass(frozen=True)
+class AsRun:
+    """The plan re-evaluated with the stage times of what ran (None: no such profile)."""
+
+    throughput: float | None
+    note: str
+
+
+def predicted_as_run(
+    plan: Plan, measures: list[StageMeasure], batch_size: int, flushes: bool
+) -> AsRun:
+    """The plan's own composition (pipelined minimum, or stages taking turns when the sync
+    mode flushes every mini-batch) applied to measured per-unit stage times instead of the
+    plan's. It tests the composition, not the per-layer estimates."""
+    if not plan.stages or len(measures) != len(plan.stages):
+        return AsRun(None, "predicted_throughput_as_run: the plan has no stages to re-evaluate")
+    times = [m.measured_time_per_batch_s for m in measures]
+    if any(not t for t in times):
+        return AsRun(None, "predicted_throughput_as_run: no measured profile of what ran "
+                           "(no mini-batch finished, so no stage time was measured)")
+    stages = tuple(
+        replace(s, time_per_batch_s=t, throughput=(m.units * batch_size / t if t else None))
+        for s, m, t in zip(plan.stages, measures, times, strict=True)
+    )
+    again = replace(plan, stages=stages, throughput=min(s.throughput or 0.0 for s in stages))
+    value = again.flushed_throughput if flushes and len(stages) > 1 else again.throughput
+    where = ", ".join(f"stage {m.stage} {m.resource} on {m.bound_to}" for m in measures)
+    return AsRun(value, f"predicted_throughput_as_run: the plan re-evaluated with the "
+                        f"per-unit stage times measured in this run ({where})")
+
+
+def error(measured: float | None, predicted: float | None) -> float | None:
+    """Relative error of a prediction against what was measured (0.1 = 10%)."""
+    if not measured or not predicted:
+        return None
+    return (predicted - measured) / measured
+
+
+def run_summary(
+    result: RunResult, batch_size: int, flushes: bool, kinds: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """What a finished run measured, in the CLI's `--json` names (the web app stores the same):
+    the measured throughput and how it is defined, start-up, each stage next to the plan, and
+    the plan re-evaluated with the stage times of what ran."""
+    plan = result.plan
+    batches = len(result.losses)
+    last = result.last_sample
+    measures = stage_measures(plan, result.binding, result.busy_s, result.idle_s, batches, kinds)
+    as_run = predicted_as_run(plan, measures, batch_size, flushes)
+    substitutes = [f"stage {m.stage} ({m.resource}) ran on {m.bound_to}"
+                   for m in measures if m.substitute]
+    notes = [as_run.note]
+    if substitutes:
+        notes.append("substitute hardware: " + "; ".join(substitutes) + ": the plan's "
+                     "prediction is for hardware that did not run; compare with "
+                     "predicted_throughput_as_run")
+    return {
+        "throughput": result.throughput or None,
+        "throughput_definition": "samples of the mini-batches finished after the first, "
+                                 "over the span from the first finished mini-batch to the last",
+        "samples_in_span": max(batches - 1, 0) * batch_size,
+        "span_s": last.span_s if last else 0.0,
+        "startup_s": last.startup_s if last else None,
+        "stages": [m.to_dict() for m in measures],
+        "predicted_throughput_as_run": as_run.throughput,
+        "error_vs_as_run": error(result.throughput, as_run.throughput),
+        "substitutes": substitutes,
+        "notes": notes,
+    }
+
