@@ -202,3 +202,17 @@ def test_shutdown_stops_a_real_job_run_and_its_runtime_processes_within_10_s(
     work = Work.objects.get(pk=job.work_id)
     assert work.status == Status.FAILED
     assert work.error.startswith("Interrupted at step ") and "of 3000" in work.error
+
+
+def test_a_heartbeat_stops_an_attempt_only_when_another_holds_the_lease(personas: Any) -> None:
+    from webapp.background.context import StopReason, WorkContext
+
+    work = _running(personas, "fault-steps", "other-host:1:new")
+    stale = WorkContext(work_id=work.pk, project_id=personas.project.pk, user_id=None,
+                        params={})
+    leases.Heartbeat(stale, "other-host:1:old").beat()
+    assert stale.stop_reason == StopReason.LEASE_LOST
+    unseen = WorkContext(work_id=10**9, project_id=personas.project.pk, user_id=None,
+                         params={})
+    leases.Heartbeat(unseen, "other-host:1:old").beat()  # a row it cannot see
+    assert not unseen.cancelled()
