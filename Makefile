@@ -17,7 +17,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
 typecheck: $(STAMP)
-	$(VENV)/bin/mypy heterps_core
+	$(VENV)/bin/mypy heterps_core webapp workers
 
 # Exit 5 means "no tests collected" (say, PYTEST_ARGS selected an empty subset): report it,
 # do not fail on it. Any other failure fails.
