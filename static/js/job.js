@@ -8,6 +8,8 @@
   const field = (name) => card.querySelector(`[data-field="${name}"]`);
   const job = JSON.parse(document.getElementById("job-state").textContent);
   const series = JSON.parse(document.getElementById("job-series").textContent);
+  const stagePlanEl = document.getElementById("job-stage-plan");
+  if (stagePlanEl) Object.assign(job, JSON.parse(stagePlanEl.textContent)); // stages, flushes, batch_size
   const layout = (x, y) => ({
     margin: { l: 60, r: 10, t: 10, b: 40 }, height: 290, showlegend: true,
     legend: { orientation: "h", x: 0, y: 1.0, yanchor: "bottom" }, xaxis: { title: { text: x } }, yaxis: { title: { text: y } },
@@ -57,26 +59,41 @@
     return null;
   }
 
+  const fmt = (v, digits, scale) => (v === null || v === undefined ? "–" : (v * (scale || 1)).toFixed(digits));
+
   function stages(rows) {
+    // Whole-run figures per stage (busy share, one unit's time per mini-batch) next to the
+    // plan's prediction; a stage that ran on a substitute says so.
     const body = document.querySelector("#stages tbody");
-    if (!body || !rows || !rows.length) return; // data-parallel jobs show workers instead
-    const busiest = Math.max(...rows.map((s) => s.busy_fraction));
-    const others = rows.map((s) => s.busy_fraction).sort((a, b) => b - a);
+    if (!body || !rows || !rows.length || rows[0].busy_total_s === undefined) return; // data-parallel: workers
+    const share = (s) => (s.busy_share === null || s.busy_share === undefined ? 0 : s.busy_share);
+    const busiest = Math.max(...rows.map(share));
+    const others = rows.map(share).sort((a, b) => b - a);
+    const binding = busiest > 0 ? rows.findIndex((s) => share(s) === busiest) : -1;
+    const planned = job.stages || [];
     body.innerHTML = "";
-    const binding = busiest > 0 ? rows.findIndex((s) => s.busy_fraction === busiest) : -1;
     rows.forEach((s, i) => {
       let flag = "";
-      if (rows.length > 1 && i === binding) {
-        // Far busier than the next stage: it holds the others back.
-        flag = busiest - others[1] > 0.3 ? "straggler (binding)" : "binding";
-      }
+      if (rows.length > 1 && i === binding) flag = busiest - others[1] > 0.3 ? "straggler (binding)" : "binding";
+      const p = planned[i] || {};
+      const idle = s.busy_share === null || s.busy_share === undefined ? null : 1 - s.busy_share;
       const tr = document.createElement("tr");
-      [s.stage, s.resource, s.units, s.busy_s.toFixed(3), s.idle_s.toFixed(3),
-        `${Math.round(s.busy_fraction * 100)}%`, flag].forEach((v) => {
+      if (p.substitute) tr.className = "substitute";
+      [s.stage, s.resource, s.units, `${p.bound_to || "cpu"}${p.substitute ? " (substitute)" : ""}`,
+        fmt(s.time_per_batch_s, 3, 1000), fmt(s.predicted_time_per_batch_s, 3, 1000),
+        s.busy_share === null ? "–" : `${fmt(s.busy_share, 1, 100)}%`, idle === null ? "–" : `${fmt(idle, 1, 100)}%`, flag].forEach((v) => {
         const td = document.createElement("td"); td.textContent = String(v); tr.appendChild(td);
       });
       body.appendChild(tr);
     });
+    // The plan re-evaluated with these stage times (as the server computes it).
+    const times = rows.map((s) => s.time_per_batch_s);
+    const asRun = field("as-run");
+    if (asRun && times.every((t) => t)) {
+      const rates = rows.map((s, i) => s.units * job.batch_size / times[i]);
+      const v = job.flushes && rates.length > 1 ? 1 / rates.reduce((a, r) => a + 1 / r, 0) : Math.min(...rates);
+      asRun.textContent = v.toFixed(1);
+    }
   }
 
   function onWork(work) {
@@ -91,7 +108,11 @@
         seen.add(key(m));
         series.push(m);
         field("step").textContent = `${m.step}/${m.total_steps}`;
-        field("throughput").textContent = m.samples_per_s.toFixed(1);
+        // The run's measured figure (first to last finished mini-batch) where the runner
+        // reports it; the window's figure is the labelled live one.
+        field("throughput").textContent = fmt(m.run_samples_per_s === undefined ? m.samples_per_s : m.run_samples_per_s, 1);
+        if (field("window")) field("window").textContent = `${m.samples_per_s.toFixed(1)} (last ${fmt(m.window_s, 1)} s)`;
+        if (field("startup") && m.startup_s !== null && m.startup_s !== undefined) field("startup").textContent = m.startup_s.toFixed(1);
         if (m.loss !== null) field("loss").textContent = m.loss.toFixed(4);
         field("cost").textContent = (baseCost + m.cost).toFixed(4);
         field("bar").style.width = `${Math.round(100 * m.step / m.total_steps)}%`;

@@ -36,7 +36,9 @@ def record_sample(job_id: int, run: int, sample: dict[str, Any], base_cost: floa
         updates: dict[str, Any] = {
             "accrued_cost": base_cost + sample["cost"],
             "last_step": sample["step"],
-            "last_throughput": sample["samples_per_s"],
+            # The run's measured throughput (runtime/throughput.py) where the runner
+            # reports it; a runner without it shows its window figure.
+            "last_throughput": sample.get("run_samples_per_s", sample["samples_per_s"]),
         }
         if sample["loss"] is not None:
             updates["last_loss"] = sample["loss"]
@@ -68,7 +70,10 @@ def publish_sample(project_id: int, work_id: int, progress: Progress) -> None:
 
 
 def finish_run(job_id: int, summary: dict[str, Any], line: str) -> None:
-    Job.objects.filter(pk=job_id).update(summary=summary)
+    updates: dict[str, Any] = {"summary": summary}
+    if summary.get("throughput_definition"):  # the run's one measured figure, final
+        updates["last_throughput"] = summary["throughput"]
+    Job.objects.filter(pk=job_id).update(**updates)
     log(job_id, line)
 
 

@@ -119,7 +119,8 @@ def start_run(user: User, job: Job) -> Job:
             user, job.project, RUN_KIND, {"job": job.pk, "run": job.runs + 1}
         )
         Job.objects.filter(pk=job.pk).update(work=work, runs=F("runs") + 1, last_step=0,
-                                             last_throughput=None, summary=None)
+                                             last_throughput=None, last_loss=None,
+                                             summary=None)  # nothing of the last run's
         log(job.pk, f"run {job.runs + 1} queued by {user.get_username()}")
     return Job.objects.select_related("work", "project").get(pk=job.pk)
 
