@@ -19,6 +19,7 @@ import torch
 from heterps_core.plan import Plan
 from heterps_core.runtime import checkpoint, sync
 from heterps_core.runtime.binding import Target
+from heterps_core.runtime.datasource import check_data
 from heterps_core.runtime.errors import RunConfigError
 from heterps_core.runtime.models import resolve_model
 from heterps_core.runtime.spec import (
@@ -90,6 +91,8 @@ def compile_run(config: RunConfig) -> JobSpec:
     sync.get(train.sync)  # unknown modes fail here, not in a worker
     model = _chain(train)
     _check_chain(stages, model, train)
+    zoo = resolve_model(train.model)
+    check_data(train, zoo, zoo.config(train.size))  # a bad file fails here, not in a worker
     if config.ps_shards < 1:
         raise RunConfigError("ps_shards", f"must be at least 1, got {config.ps_shards}")
     binding = checked_binding(config.binding, stages)
@@ -144,6 +147,7 @@ def fingerprint(spec: JobSpec) -> dict[str, Any]:
         "micro_batches": train.micro_batches,
         "lr": train.lr,
         "sync": train.sync,
+        "data": train.data,
         "ps_shards": spec.ps_shards,
         "stages": [[s.first, s.last, s.resource, s.units] for s in spec.stages],
     }

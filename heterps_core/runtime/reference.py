@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
+from heterps_core.runtime.datasource import replica_batches
 from heterps_core.runtime.models import resolve_model
 from heterps_core.runtime.spec import TrainSettings
 
@@ -29,7 +30,7 @@ def train_plain(train: TrainSettings, threads: int = 1) -> PlainResult:
     config = zoo.config(train.size)
     model = zoo.build(config, seed=train.seed)
     optimizer = torch.optim.SGD(model.parameters(), lr=train.lr)
-    batches = zoo.batches(config, train.batch_size, seed=train.seed)
+    batches = replica_batches(train, zoo, config)  # the stream the runtime reads
     losses: list[float] = []
     start = time.perf_counter()
     first_done = start

@@ -52,6 +52,11 @@ class TrainSettings:
     lr: float = 0.05
     micro_batches: int = 1
     sync: str = "bsp"
+    # Input (runtime/datasource.py): "" = the model's synthetic stream, "criteo:PATH" a file;
+    # every `eval_every` mini-batches (0 = never) the held-out `eval_samples` are evaluated.
+    data: str = ""
+    eval_every: int = 0
+    eval_samples: int = 0
 
 
 @dataclass(frozen=True)

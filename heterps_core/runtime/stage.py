@@ -21,6 +21,7 @@ from torch import nn
 from heterps_core.runtime import sync
 from heterps_core.runtime.binding import parse_target
 from heterps_core.runtime.checkpoint import load_part, save_part
+from heterps_core.runtime.datasource import replica_batches
 from heterps_core.runtime.metrics import Clock, Reporter
 from heterps_core.runtime.models import resolve_model
 from heterps_core.runtime.ps_client import PSClient
@@ -129,14 +130,11 @@ class StageWorker:
         self.reporter.flush()
 
     def _data(self) -> Iterator[Batch]:
-        """This replica's mini-batches (m mod k == replica) from the seeded stream."""
-        k, replica = self.replicas, self.me.replica
-        stream = self.zoo.batches(
-            self.config, self.spec.train.batch_size, seed=self.spec.train.seed
-        )
-        for m, batch in enumerate(stream):
-            if m >= self.spec.start_step and m % k == replica:
-                yield batch
+        """This replica's mini-batches (m mod k == replica, from the start step on): it makes
+        (or parses) only those (runtime/datasource.py)."""
+        k, start = self.replicas, self.spec.start_step
+        first = start + (self.me.replica - start) % k
+        return replica_batches(self.spec.train, self.zoo, self.config, start=first, step=k)
 
     def forward_part(self, m: int, round_: int, batch: Batch | None, more: bool) -> _InFlight:
         """Every micro-batch forward (and, on the last stage, its backward too).

@@ -37,10 +37,7 @@ def read_criteo(
     path: str | Path, batch_size: int, vocab_sizes: Sequence[int], drop_last: bool = False
 ) -> Iterator[Batch]:
     """Yield ({"dense": [B, 13], "sparse": [B, 26]}, labels [B]) batches, streaming the file."""
-    if len(vocab_sizes) != N_CAT:
-        raise CriteoFormatError(
-            str(path), f"needs {N_CAT} vocabulary sizes, got {len(vocab_sizes)}"
-        )
+    _check_vocab(path, vocab_sizes)
     labels: list[float] = []
     dense: list[list[float]] = []
     sparse: list[list[int]] = []
@@ -57,6 +54,81 @@ def read_criteo(
                 labels, dense, sparse = [], [], []
     if labels and not drop_last:
         yield _batch(labels, dense, sparse)
+
+
+def criteo_stream(
+    path: str | Path, batch_size: int, vocab_sizes: Sequence[int], start: int = 0,
+    step: int = 1, skip: int = 0,
+) -> Iterator[Batch]:
+    """Mini-batches start, start + step, ... of the file read as an endless loop of lines.
+
+    The data lines after the first `skip` (a held-out slice) repeat in file order; mini-batch
+    m holds lines m*B .. m*B + B - 1 of that loop. A replica (start=r, step=k) parses only
+    the lines of its own mini-batches, so k replicas share the parsing and their union is
+    the one-replica stream.
+    """
+    _check_vocab(path, vocab_sizes)
+    labels: list[float] = []
+    dense: list[list[float]] = []
+    sparse: list[list[int]] = []
+    position = 0  # lines of the loop seen so far
+    while True:
+        before = position
+        for lineno, line in _data_lines(path, skip):
+            m = position // batch_size
+            position += 1
+            if m < start or (m - start) % step:
+                continue
+            label, ints, cats = parse_line(line, vocab_sizes, f"{path}:{lineno}")
+            labels.append(label)
+            dense.append(ints)
+            sparse.append(cats)
+            if len(labels) == batch_size:
+                yield _batch(labels, dense, sparse)
+                labels, dense, sparse = [], [], []
+        if position == before:
+            raise CriteoFormatError(
+                str(path), f"has no training lines after the {skip} held-out lines"
+            )
+
+
+def criteo_held_out(path: str | Path, samples: int, vocab_sizes: Sequence[int]) -> Batch:
+    """The file's first `samples` data lines as one batch (the held-out slice)."""
+    _check_vocab(path, vocab_sizes)
+    labels: list[float] = []
+    dense: list[list[float]] = []
+    sparse: list[list[int]] = []
+    for lineno, line in _data_lines(path, 0):
+        if len(labels) == samples:
+            break
+        label, ints, cats = parse_line(line, vocab_sizes, f"{path}:{lineno}")
+        labels.append(label)
+        dense.append(ints)
+        sparse.append(cats)
+    if len(labels) < samples:
+        raise CriteoFormatError(
+            str(path), f"has {len(labels)} data lines, fewer than the {samples} held out"
+        )
+    return _batch(labels, dense, sparse)
+
+
+def _data_lines(path: str | Path, skip: int) -> Iterator[tuple[int, str]]:
+    """(line number, line) of the non-empty lines after the first `skip` of them."""
+    seen = 0
+    with _open(path) as handle:
+        for lineno, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            seen += 1
+            if seen > skip:
+                yield lineno, line
+
+
+def _check_vocab(path: str | Path, vocab_sizes: Sequence[int]) -> None:
+    if len(vocab_sizes) != N_CAT:
+        raise CriteoFormatError(
+            str(path), f"needs {N_CAT} vocabulary sizes, got {len(vocab_sizes)}"
+        )
 
 
 def parse_line(

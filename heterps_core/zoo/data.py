@@ -6,10 +6,15 @@ dense features), so a model can actually learn them and its loss falls during tr
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import torch
+
+if TYPE_CHECKING:
+    from heterps_core.zoo.base import Batch, ModelConfig, ZooModel
 
 _HASH_MULT = 2654435761  # Knuth's multiplicative hash constant
 _SCATTER_MULT = 40503
@@ -102,3 +107,38 @@ def matching_batch(
     items = torch.stack([power_law_ids(gen, (batch,), int(v)) for v in item_vocab], dim=1)
     affinity = (latent(users, 4, 1) * latent(items, 4, 2)).sum(dim=1)
     return users, items, labels_from_logits(gen, affinity, positive_rate)
+
+
+# --- an indexable stream: any process can make any mini-batch alone ----------------------
+
+_MASK64 = (1 << 64) - 1
+HELD_OUT_INDEX = 1 << 62  # never a training mini-batch's index
+
+
+def batch_seed(seed: int, index: int) -> int:
+    """The seed of mini-batch `index` of the stream seeded `seed` (splitmix64 of both)."""
+    z = (seed * 0x9E3779B97F4A7C15 + index + 1) & _MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return (z ^ (z >> 31)) & ((1 << 63) - 1)
+
+
+def indexed_batches(
+    zoo_model: ZooModel, config: ModelConfig, batch_size: int, seed: int = 0,
+    start: int = 0, step: int = 1,
+) -> Iterator[Batch]:
+    """Mini-batches start, start + step, ... of the model's seeded stream, making only those.
+
+    Mini-batch m is the first batch of the model's own generator seeded `batch_seed(seed, m)`,
+    so replica r of k (start=r, step=k) makes its own mini-batches and no other, and the
+    union over replicas is exactly the one-replica stream (start=0, step=1).
+    """
+    for m in itertools.count(start, step):
+        yield next(iter(zoo_model.batches(config, batch_size, seed=batch_seed(seed, m))))
+
+
+def held_out_batch(
+    zoo_model: ZooModel, config: ModelConfig, samples: int, seed: int = 0
+) -> Batch:
+    """A fixed evaluation batch of the same distribution that no training mini-batch repeats."""
+    return next(iter(zoo_model.batches(config, samples, seed=batch_seed(seed, HELD_OUT_INDEX))))
