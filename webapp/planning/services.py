@@ -221,7 +221,10 @@ def solve_request(request_id: int, progress: ProgressCallback = no_progress) -> 
             plans[name], errors[name] = None, str(exc)
     reference = plans.get(REFERENCE) or _solve(REFERENCE, instance, 0, None, no_progress)
     progress(Progress(len(names), steps, "sweeping targets for the exact frontier"))
-    points = [p.to_dict() for p in frontier(instance)]
+    # The sweep reports progress too: a Cancel (WorkCancelled from the callback) stops it
+    # between targets instead of after the whole sweep.
+    sweep = _scaled(progress, len(names), steps, "exact frontier")
+    points = [p.to_dict() for p in frontier(instance, progress=sweep)]
     _store_results(request, plans, errors, reference, points)
     progress(Progress(steps, steps, "done"))
     best = PlanResult.objects.filter(request=request, chosen=True).first()

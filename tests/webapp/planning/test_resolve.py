@@ -35,3 +35,23 @@ def test_resolving_keeps_result_ids_and_links(personas: Any, login: Any, profile
     for pk in first.values():
         assert client.get(f"/planning/result/{pk}/").status_code == 200
     assert PlanResult.objects.filter(request=planning, chosen=True).count() == 1
+
+
+def test_the_frontier_sweep_stops_when_cancelled(personas: Any, profiled: Any,
+                                                 cluster: Any) -> None:
+    from heterps_core.progress import Progress
+
+    class Cancelled(Exception):
+        pass
+
+    seen: list[str] = []
+
+    def progress(p: Progress) -> None:
+        seen.append(p.message)
+        if p.message.startswith("exact frontier: target"):
+            raise Cancelled  # what report_progress raises (WorkCancelled) after Cancel
+
+    planning = start_planning(personas.member, profiled.model, cluster, 5_000, ["greedy"])
+    with pytest.raises(Cancelled):
+        solve_request(planning.pk, progress)
+    assert not PlanResult.objects.filter(request=planning).exists()
