@@ -216,3 +216,22 @@ def test_a_heartbeat_stops_an_attempt_only_when_another_holds_the_lease(personas
                          params={})
     leases.Heartbeat(unseen, "other-host:1:old").beat()  # a row it cannot see
     assert not unseen.cancelled()
+
+
+def test_a_job_run_lost_with_its_worker_fails_at_its_step_and_can_be_restarted(
+    personas: Any, source: Any
+) -> None:
+    from webapp.jobs import services as jobs
+    from webapp.jobs.models import Job
+    from webapp.jobs.services import RunOptions
+
+    job = jobs.approve(personas.member, source, RunOptions(steps=3000))
+    Work.objects.filter(pk=job.work_id).update(
+        status=Status.RUNNING, attempt=1, lease_owner=_dead_owner(), step=1335,
+        total_steps=3000, heartbeat_at=timezone.now(), started_at=timezone.now())
+    assert sweeper.sweep() == {"failed": 1}
+    lost = Work.objects.get(pk=job.work_id)
+    assert lost.error.startswith("Worker lost at step 1335 of 3000")
+    again = jobs.restart(personas.member, Job.objects.get(pk=job.pk))
+    assert again.runs == 2 and again.work_id != lost.pk
+    assert again.work.status == Status.QUEUED and again.work.params["run"] == 2
