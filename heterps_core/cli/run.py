@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import socket
 import sys
-from typing import TextIO
+from typing import Any, TextIO
 
 from heterps_core.cli import register
 from heterps_core.cli.base import Command
@@ -47,6 +47,20 @@ class RunCommand(Command):
         )
         parser.add_argument("--lr", type=argument("lr"), default=0.05, help="SGD learning rate")
         parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument(
+            "--data", default="synthetic",
+            help="synthetic (the model's seeded stream) or criteo:PATH (a Criteo TSV, .gz too, "
+                 "read in a loop); each first-stage replica reads only its own mini-batches",
+        )
+        parser.add_argument(
+            "--eval-every", type=int, default=0, metavar="N",
+            help="held-out logloss and AUC every N mini-batches and at the end (default: off)",
+        )
+        parser.add_argument(
+            "--eval-samples", type=int, default=1000,
+            help="held-out samples (synthetic: a fixed batch; criteo: the file's first lines, "
+                 "left out of training); default 1000",
+        )
         parser.add_argument(
             "--ps-shards", type=int,
             help="parameter-server processes (default: the plan's shards, else 1)",
@@ -96,6 +110,9 @@ class RunCommand(Command):
             lr=args.lr,
             micro_batches=micro,
             sync=args.sync,
+            data="" if args.data == "synthetic" else args.data,
+            eval_every=args.eval_every,
+            eval_samples=args.eval_samples if args.eval_every else 0,
         )
         config = RunConfig(
             plan=plan,
@@ -125,12 +142,18 @@ class RunCommand(Command):
             "throughput": result.throughput,
             "predicted_throughput": plan.throughput,
             "flushed_throughput": plan.flushed_throughput,
+            "sync": args.sync,
+            "micro_batches": micro,
+            "ps_shards": args.ps_shards,
+            "cost_model": plan.cost_model,
             "loss": loss,
             "cost": result.cost,
             "cost_per_hour": plan.cost_per_hour,
             "elapsed_s": result.elapsed_s,
             "binding": result.binding,
             "checkpoint_step": result.checkpoint_step,
+            "data": args.data,
+            "held_out": result.held_out,  # every evaluation: step, samples, logloss, auc
         }
         # The one measured definition, stages next to the plan, the plan as it ran.
         summary.update(run_summary(result, batch_size, sync.get(args.sync).flushes))
@@ -138,7 +161,8 @@ class RunCommand(Command):
             print(json.dumps(summary, indent=2))
             return 0
         estimates = [f"plan: {plan.throughput:,.0f}"] if plan.throughput else []
-        most = sync.bound(plan, args.sync)
+        # A v2 plan's estimate already prices its sync mode; the bound is for v1 plans.
+        most = sync.bound(plan, args.sync) if plan.cost_model != 2 else None
         if estimates and most:
             estimates.append(f"stages taking turns, as {args.sync} runs them: {most:,.0f}")
         predicted = f" ({'; '.join(estimates)})" if estimates else ""
@@ -150,9 +174,17 @@ class RunCommand(Command):
             else "loss -"
         )
         print(f"cost ${result.cost:.6f} at ${plan.cost_per_hour or 0:.3f} per hour")
+        if result.held_out:
+            print(held_out_text(result.held_out[-1]) + f" ({len(result.held_out)} evaluations)")
         if result.checkpoint_step is not None:
             print(f"checkpoint at step {result.checkpoint_step} in {args.checkpoint_dir}")
         return 0
+
+
+def held_out_text(held: dict[str, Any]) -> str:
+    auc = "-" if held["auc"] is None else f"{held['auc']:.4f}"
+    return (f"held-out logloss {held['logloss']:.4f} AUC {auc} "
+            f"({held['samples']} samples, after step {held['step']})")
 
 
 def plan_resources(plan: Plan) -> list[str]:
@@ -221,6 +253,8 @@ class ProgressLine:
             f"step {sample.step}/{sample.total_steps}  {sample.samples_per_s:,.0f} samples/s  "
             f"loss {loss}  busy {busy}  ${sample.cost:.6f}"
         )
+        if sample.held_out:
+            text += "  " + held_out_text(sample.held_out)
         if self.live:
             self.stream.write("\r" + text.ljust(79))
         elif sample.final or sample.elapsed_s - self._logged_at >= self.LOG_EVERY_S:
