@@ -43,6 +43,17 @@ class CostRow:
     estimate_per_hour: float  # $ per hour, the plan's estimate
     estimate: float  # $ total, the plan's estimate for the runs in the period
     accrued: float  # $ total, measured in the period
+    status: str = ""  # of the job's latest run
+    # accrued - estimate of the runs started in the period, split (each $ total):
+    startup: float = 0.0  # held while starting, before the first finished mini-batch
+    slower: float = 0.0  # trained samples cost more (+) or less (-) than predicted
+    stopped_early: float = 0.0  # samples asked for but not trained (negative: not spent)
+    untrained_runs: int = 0  # runs that held machines and trained no mini-batch
+    measured_throughput: float | None = None  # samples/s, the latest run (one definition)
+
+    @property
+    def difference(self) -> float:
+        return self.startup + self.slower + self.stopped_early
 
 
 @dataclass(frozen=True)
@@ -96,7 +107,7 @@ def month(text: str | None, today: date | None = None) -> Period:
 
 def report(user: AnyUser, period: Period, project_id: int | None = None) -> Report:
     """Rows for every visible job that accrued cost or started a run in the period."""
-    jobs = visible(user, Job.objects.select_related("project"))
+    jobs = visible(user, Job.objects.select_related("project", "work"))
     if project_id is not None:
         jobs = jobs.filter(project_id=project_id)
     accrued = _accrued(jobs, period)
@@ -105,13 +116,19 @@ def report(user: AnyUser, period: Period, project_id: int | None = None) -> Repo
     rows = []
     for job in jobs.filter(pk__in=wanted).only(
         "name", "project__name", "predicted_cost_per_hour", "predicted_throughput", "steps",
-        "batch_size",
+        "batch_size", "model_name", "model_size", "scheduler", "runs", "work__status",
+        "last_throughput", "summary",
     ):
-        runs = started.get(job.pk, 0)
+        runs = started.get(job.pk, [])
+        split = difference(job, runs)
         rows.append(CostRow(
-            job_id=job.pk, job=job.name, project_id=job.project_id, project=job.project.name,
-            runs=runs, estimate_per_hour=job.predicted_cost_per_hour,
-            estimate=runs * estimated_run_cost(job), accrued=accrued.get(job.pk, 0.0),
+            job_id=job.pk, job=job_label(job), project_id=job.project_id,
+            project=job.project.name, runs=len(runs),
+            estimate_per_hour=job.predicted_cost_per_hour,
+            estimate=len(runs) * estimated_run_cost(job), accrued=accrued.get(job.pk, 0.0),
+            status=job.status, startup=split.startup, slower=split.slower,
+            stopped_early=split.stopped_early, untrained_runs=split.untrained_runs,
+            measured_throughput=job.last_throughput,
         ))
     rows.sort(key=lambda r: (r.project, -r.job_id))
     return Report(period, rows)
@@ -125,16 +142,74 @@ def estimated_run_cost(job: Job) -> float:
     return job.predicted_cost_per_hour * hours
 
 
+def job_label(job: Job) -> str:
+    """Model, size, plan and runs, so two jobs of one model can be told apart."""
+    label = job.name or job.model_name
+    if job.model_size and job.model_size not in label:
+        label = f"{label} {job.model_size}"
+    if job.scheduler and "plan" not in label:
+        label = f"{label} · plan by {job.scheduler}"
+    return f"{label} · {job.runs} run{'s' if job.runs != 1 else ''}"
+
+
+@dataclass(frozen=True)
+class Split:
+    startup: float = 0.0
+    slower: float = 0.0
+    stopped_early: float = 0.0
+    untrained_runs: int = 0
+
+
+def difference(job: Job, runs: list[int]) -> Split:
+    """accrued - estimate of these runs, split into start-up, slower than predicted and
+    stopped early (they add up). Per run, from its samples: the accrued $ (held time,
+    start-up and idle included), the start-up (to the first sample after a mini-batch
+    finished: exact from the latest run's summary, else within one report window) and the
+    samples trained."""
+    if not runs:
+        return Split()
+    rate = job.predicted_cost_per_hour / 3600  # $ per second held
+    asked = estimated_run_cost(job)
+    startup = slower = stopped = 0.0
+    untrained = 0
+    summary = job.summary or {}
+    for run in runs:
+        rows = list(JobMetric.objects.filter(job=job, run=run).order_by("elapsed_s")
+                    .values_list("step", "elapsed_s", "cost"))
+        if not rows:
+            stopped -= asked  # nothing held, nothing trained
+            continue
+        # Web runs start at step 0 (a fresh run); the latest run's summary knows for sure.
+        first_step = int(summary.get("start_step") or 0) if run == job.runs else 0
+        accrued = rows[-1][2]
+        trained_steps = rows[-1][0] - first_step
+        began = next((elapsed for step, elapsed, _ in rows if step > first_step), None)
+        if run == job.runs and summary.get("startup_s") is not None:
+            began = summary["startup_s"]
+        if began is None or trained_steps <= 0:
+            untrained += 1
+            held_startup = accrued  # it held machines and trained nothing
+        else:
+            held_startup = min(accrued, rate * began)
+        done = (estimated_run_cost(job) * trained_steps / job.steps) if job.steps else 0.0
+        startup += held_startup
+        slower += accrued - held_startup - done
+        stopped += done - asked
+    return Split(startup, slower, stopped, untrained)
+
+
 def to_csv(report: Report) -> str:
     out = io.StringIO()
     writer = csv.writer(out)
-    writer.writerow(["period_start", "period_end", "project", "job_id", "job", "runs",
-                     "estimate_usd_per_hour", "estimate_usd_total", "accrued_usd_total"])
+    writer.writerow(["period_start", "period_end", "project", "job_id", "job", "status", "runs",
+                     "estimate_usd_per_hour", "estimate_usd_total", "accrued_usd_total",
+                     "startup_usd", "slower_than_predicted_usd", "stopped_early_usd"])
     end = (report.period.end - timedelta(days=1)).date().isoformat()
     for r in report.rows:
         writer.writerow([report.period.start.date().isoformat(), end, r.project, r.job_id,
-                         r.job, r.runs, f"{r.estimate_per_hour:.4f}", f"{r.estimate:.6f}",
-                         f"{r.accrued:.6f}"])
+                         r.job, r.status, r.runs, f"{r.estimate_per_hour:.4f}",
+                         f"{r.estimate:.6f}", f"{r.accrued:.6f}", f"{r.startup:.6f}",
+                         f"{r.slower:.6f}", f"{r.stopped_early:.6f}"])
     return out.getvalue()
 
 
@@ -155,11 +230,12 @@ def _accrued(jobs: Any, period: Period) -> dict[int, float]:
     return totals
 
 
-def _runs_started(jobs: Any, period: Period) -> dict[int, int]:
+def _runs_started(jobs: Any, period: Period) -> dict[int, list[int]]:
+    """Job id -> the numbers of its runs started in the period."""
     from webapp.background.models import Work
     from webapp.jobs.services import RUN_KIND
 
-    counts: dict[int, int] = {}
+    counts: dict[int, list[int]] = {}
     runs = Work.objects.filter(
         kind=RUN_KIND, project_id__in=jobs.values("project_id"),
         created_at__gte=period.start, created_at__lt=period.end,
@@ -168,5 +244,5 @@ def _runs_started(jobs: Any, period: Period) -> dict[int, int]:
     for params in runs:
         job_id = params.get("job")
         if job_id in ids:
-            counts[job_id] = counts.get(job_id, 0) + 1
+            counts.setdefault(job_id, []).append(int(params.get("run", 1)))
     return counts
