@@ -179,7 +179,7 @@ def _results(data: Any) -> list[dict[str, Any]]:
 
 JOB_COLUMNS = [("id", "id"), ("name", "name"), ("project", "project"), ("status", "status"),
                ("last_step", "step"), ("steps", "steps"),
-               ("last_throughput", "samples/s (measured)"),
+               ("last_throughput", "samples/s (measured: first to last mini-batch)"),
                ("predicted_throughput", "samples/s (plan)"),
                ("predicted_cost_per_hour", "$/hour (estimate)"),
                ("accrued_cost", "$ total (accrued)")]
