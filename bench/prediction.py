@@ -172,15 +172,25 @@ def write(rows: list[Row], links: dict[str, float], out: Path, command: str, sec
         f"Measured: `heterps run PLAN --json --bind {BIND}`, {steps} mini-batches, best of "
         f"{rounds}.",
         "",
+        "*Relative error*: both numbers divided by the same model's 1-stage row first, which "
+        "cancels a slowdown common to the whole session (contention on a shared machine).",
+        "",
         "| model | plan | sync | micro-batches | server shards | predicted samples/s "
-        "| measured samples/s | error | 1-min load at the row |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|",
+        "| measured samples/s | error | relative error | 1-min load at the row |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
+    base = {r.model: r for r in rows if r.shape.cuts == ()}
     for r in rows:
         s = r.shape
+        ref = base.get(r.model)
+        relative = "-"
+        if ref is not None and ref is not r:
+            rel = (r.measured / ref.measured) / (r.predicted / ref.predicted) - 1
+            relative = f"{rel * 100:+.1f}%"
         lines.append(
             f"| {r.model} | {s.label} | {s.sync} | {s.micro} | {s.shards} | "
-            f"{r.predicted:,.0f} | {r.measured:,.0f} | {r.error:+.1f}% | {r.load:.1f} |"
+            f"{r.predicted:,.0f} | {r.measured:,.0f} | {r.error:+.1f}% | {relative} "
+            f"| {r.load:.1f} |"
         )
     lines.append("")
     out.parent.mkdir(parents=True, exist_ok=True)
