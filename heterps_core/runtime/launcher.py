@@ -14,9 +14,9 @@ from __future__ import annotations
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import torch.distributed as dist
 
@@ -52,6 +52,8 @@ class RunResult:
     checkpoint_step: int | None
     last_sample: MetricsSample | None
     pids: tuple[int, ...]
+    # Every held-out evaluation, in step order: {"step", "samples", "logloss", "auc"}.
+    held_out: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def final_loss(self) -> float | None:
@@ -237,6 +239,7 @@ class Launcher:
             checkpoint_step=self._checkpoint_step(),
             last_sample=final,
             pids=self._pid_tuple(),
+            held_out=list(collector.held_out),
         )
 
 

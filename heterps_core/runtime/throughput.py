@@ -199,6 +199,20 @@ def run_summary(
         "predicted_throughput_as_run": as_run.throughput,
         "error_vs_as_run": error(result.throughput, as_run.throughput),
         "substitutes": substitutes,
+        "cost_items": cost_items(result.cost, plan.cost_per_hour or 0.0,
+                                 last.startup_s if last else None, last.span_s if last else 0.0),
         "notes": notes,
     }
+
+
+def cost_items(cost: float, cost_per_hour: float, startup_s: float | None, span_s: float
+               ) -> dict[str, float]:
+    """A run's accrued $ (every unit held for the run's whole time) by what the time held
+    went to: starting (to the first finished mini-batch; all of it when none finished),
+    training (first to last finished mini-batch, idle waits included) and stopping."""
+    rate = cost_per_hour / 3600
+    startup = cost if startup_s is None else min(cost, rate * startup_s)
+    training = min(cost - startup, rate * span_s)
+    return {"startup_usd": startup, "training_usd": training,
+            "stopping_usd": max(cost - startup - training, 0.0)}
 

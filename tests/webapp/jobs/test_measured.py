@@ -44,6 +44,10 @@ def test_one_measured_throughput_and_like_with_like(login: Any, personas: Any,
     for stage in summary["stages"]:
         assert 0 < stage["busy_share"] <= 1 and stage["measured_time_per_batch_s"] > 0
     assert [s["substitute"] for s in summary["stages"]] == [False, True]
+    items = summary["cost_items"]
+    assert sum(items.values()) == pytest.approx(summary["cost"])
+    assert items["startup_usd"] == pytest.approx(
+        job.predicted_cost_per_hour * summary["startup_s"] / 3600)
 
     client = login(personas.viewer)
     page = client.get(f"/jobs/{job.pk}/").content.decode()
@@ -54,6 +58,7 @@ def test_one_measured_throughput_and_like_with_like(login: Any, personas: Any,
     shown = f"{summary['predicted_throughput_as_run']:.1f}"
     assert shown in page and f"{summary['throughput']:.1f}" in page
     assert "Measured (ms per mini-batch)" in page and "(substitute)" in page
+    assert "= start-up $" in page and "s of it start-up" in page
     listed = client.get("/jobs/").content.decode()
     assert f"{summary['throughput']:.1f}" in listed
     api = client.get(f"/api/jobs/{job.pk}/").json()
