@@ -378,16 +378,23 @@ class LabelDP:
         micro = inst.micro_batches
         table: list[dict[int, Labels]] = []  # table[j][r]
         root = _root(n_cap)
+        root_from = (np.array([-1]), np.array([0]))
+        merged: dict[tuple[int, int], tuple[Labels, np.ndarray, np.ndarray] | None] = {}
         for j in range(n):
             parts: dict[int, list[Labels]] = {}
             sources: dict[int, list[Options]] = {}
             for opt in self.candidates.get(j, []):
                 r = names.index(opt.resource)
-                inputs = [(-1, root)] if opt.first == 0 else [
-                    (q, lab) for q, lab in table[opt.first - 1].items() if q != r
-                ]
-                for q, src in inputs:
-                    lab = self._extend(src, opt, q, cap_col.get(opt.resource))
+                if opt.first == 0:
+                    inputs = [(root, *root_from)]
+                else:
+                    key = (opt.first - 1, r)
+                    if key not in merged:
+                        merged[key] = self._merge(table[opt.first - 1], r, n_cap, micro)
+                    found = merged[key]
+                    inputs = [found] if found is not None else []
+                for src, src_q, src_idx in inputs:
+                    lab = self._extend(src, opt, src_q, src_idx, cap_col.get(opt.resource))
                     ok = lab.total / micro + (1 - 1 / micro) * lab.top <= budget
                     if n_cap:
                         ok &= np.all(lab.usage <= cap_max[None, :], axis=1)
@@ -424,7 +431,31 @@ class LabelDP:
             lab.parent[idx],
         )
 
-    def _extend(self, src: Labels, opt: Options, q: int, cap: int | None) -> Labels:
+    @staticmethod
+    def _merge(
+        row: dict[int, Labels], r: int, n_cap: int, micro: int
+    ) -> tuple[Labels, np.ndarray, np.ndarray] | None:
+        """Every label of states (j, q != r), those dominated among them dropped: a stage on
+        r may follow any of them, and the extension of a dominated one stays dominated.
+        Returns the labels with each one's source state and index."""
+        parts = []
+        for q, lab in row.items():
+            if q == r:
+                continue
+            tag = np.column_stack([
+                np.full(lab.size, q), np.arange(lab.size), np.zeros((lab.size, 2), dtype=np.int64)
+            ])
+            parts.append(Labels(lab.cost, lab.total, lab.top, lab.ahead, lab.usage, tag))
+        joined = _concat(parts, n_cap)
+        if joined is None:
+            return None
+        kept = _pareto(joined, micro)
+        return kept, kept.parent[:, 0], kept.parent[:, 1]
+
+    def _extend(
+        self, src: Labels, opt: Options, src_q: np.ndarray, src_idx: np.ndarray,
+        cap: int | None,
+    ) -> Labels:
         """Every label of `src` followed by every unit count of `opt`."""
         inst = self.instance
         s, m = src.size, opt.units.size
@@ -443,7 +474,7 @@ class LabelDP:
             usage[:, cap] += np.tile(opt.units, s)
         parent = np.column_stack([
             np.full(s * m, opt.first), np.tile(np.arange(m), s),
-            np.full(s * m, q), np.repeat(np.arange(s), m),
+            np.repeat(src_q, m), np.repeat(src_idx, m),
         ])
         return Labels(cost, total, top, ahead, usage, parent)
 
