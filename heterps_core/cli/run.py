@@ -142,6 +142,10 @@ class RunCommand(Command):
             "throughput": result.throughput,
             "predicted_throughput": plan.throughput,
             "flushed_throughput": plan.flushed_throughput,
+            "sync": args.sync,
+            "micro_batches": micro,
+            "ps_shards": args.ps_shards,
+            "cost_model": plan.cost_model,
             "loss": loss,
             "cost": result.cost,
             "cost_per_hour": plan.cost_per_hour,
@@ -157,7 +161,8 @@ class RunCommand(Command):
             print(json.dumps(summary, indent=2))
             return 0
         estimates = [f"plan: {plan.throughput:,.0f}"] if plan.throughput else []
-        most = sync.bound(plan, args.sync)
+        # A v2 plan's estimate already prices its sync mode; the bound is for v1 plans.
+        most = sync.bound(plan, args.sync) if plan.cost_model != 2 else None
         if estimates and most:
             estimates.append(f"stages taking turns, as {args.sync} runs them: {most:,.0f}")
         predicted = f" ({'; '.join(estimates)})" if estimates else ""
