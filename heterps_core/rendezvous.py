@@ -8,6 +8,7 @@ protocol is written down once:
 | `job/spec` | launcher | the `JobSpec` JSON |
 | `metrics/RANK/SEQ`, `metrics/RANK/n` | worker | metric chunks, and how many were written |
 | `error/RANK` | worker | its exception text |
+| `stats/RANK` | worker | at its end: peak resident bytes (a server shard: rows held) |
 | `exit/RANK` | agent | the exit code of a rank it ran |
 | `control/stop` | launcher | set once: every process stops |
 | `agents/joined`, `agents/I` | agent | a counter; `{"name", "provides"}` of agent I |
@@ -41,6 +42,10 @@ def metrics_count(rank: int) -> str:
 
 def error(rank: int) -> str:
     return f"error/{rank}"
+
+
+def stats(rank: int) -> str:
+    return f"stats/{rank}"
 
 
 def exit_code(rank: int) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from heterps_core.plan import Plan
+from heterps_core.ps import optim
 from heterps_core.runtime import checkpoint, sync
 from heterps_core.runtime.binding import Target
 from heterps_core.runtime.datasource import check_data
@@ -93,6 +94,7 @@ def compile_run(config: RunConfig) -> JobSpec:
     _check_chain(stages, model, train)
     zoo = resolve_model(train.model)
     check_data(train, zoo, zoo.config(train.size))  # a bad file fails here, not in a worker
+    _check_optimizers(train, len(sparse_tables(model)))
     if config.ps_shards < 1:
         raise RunConfigError("ps_shards", f"must be at least 1, got {config.ps_shards}")
     binding = checked_binding(config.binding, stages)
@@ -148,6 +150,9 @@ def fingerprint(spec: JobSpec) -> dict[str, Any]:
         "lr": train.lr,
         "sync": train.sync,
         "data": train.data,
+        "optimizer": train.optimizer,
+        "sparse_optimizer": train.sparse_optimizer,
+        "table_optimizers": dict(train.table_optimizers),
         "ps_shards": spec.ps_shards,
         "stages": [[s.first, s.last, s.resource, s.units] for s in spec.stages],
     }
@@ -177,6 +182,29 @@ def _check_chain(stages: tuple[StageSpec, ...], model: ChainModel, train: TrainS
         raise RunConfigError(
             "micro_batches", f"must be in 1..batch size, got {train.micro_batches}"
         )
+
+
+def _check_optimizers(train: TrainSettings, tables: int) -> None:
+    """Every optimiser setting parses and names a table the model has (here, not in a
+    worker); the dense one is a name only (its learning rate is `lr`)."""
+    if ":" in train.optimizer:
+        raise RunConfigError("optimizer", "takes a name only; the learning rate is lr")
+    settings = [("optimizer", f"{train.optimizer}:lr={train.lr}")]
+    if train.sparse_optimizer:
+        settings.append(("sparse_optimizer", train.sparse_optimizer))
+    for table, text in train.table_optimizers.items():
+        if not table.isdigit() or int(table) >= tables:
+            raise RunConfigError(
+                "table_optimizers", f"the model has tables 0..{tables - 1}, got {table!r}"
+            )
+        settings.append((f"table_optimizers.{table}", text))
+    for name, text in settings:
+        try:
+            optim.parse(text, name)
+        except optim.InvalidOptimizerError as exc:
+            raise RunConfigError(name, str(exc).removeprefix(f"{name}: ")) from None
+    if train.evict_after is not None and train.evict_after < 1:
+        raise RunConfigError("evict_after", f"must be at least 1, got {train.evict_after}")
 
 
 def _check_rounds(spec: JobSpec, checkpoint_every: int | None) -> None:

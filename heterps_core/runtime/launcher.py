@@ -11,12 +11,13 @@ store's metric chunks, the cancel hook and the agents' exit reports every few mi
 
 from __future__ import annotations
 
+import json
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 import torch.distributed as dist
 
@@ -52,8 +53,9 @@ class RunResult:
     checkpoint_step: int | None
     last_sample: MetricsSample | None
     pids: tuple[int, ...]
-    # Every held-out evaluation, in step order: {"step", "samples", "logloss", "auc"}.
-    held_out: list[dict[str, Any]] = field(default_factory=list)
+    # rank -> what the process reported at its end: peak_rss_bytes (and a server shard's
+    # rows_held, table_bytes); ranks that did not report are missing.
+    process_stats: dict[int, dict[str, int]] = field(default_factory=dict)
 
     @property
     def final_loss(self) -> float | None:
@@ -239,8 +241,17 @@ class Launcher:
             checkpoint_step=self._checkpoint_step(),
             last_sample=final,
             pids=self._pid_tuple(),
-            held_out=list(collector.held_out),
+            process_stats=self._process_stats(),
         )
+
+    def _process_stats(self) -> dict[int, dict[str, int]]:
+        assert self._store is not None
+        out = {}
+        for rank in self.spec.ranks:
+            key = keys.stats(rank.rank)
+            if self._store.check([key]):
+                out[rank.rank] = json.loads(self._store.get(key).decode())
+        return out
 
 
 def launch(

@@ -1,26 +1,30 @@
-"""The parameter server: shards of the sparse embedding tables, and the client stages use.
+"""The parameter server: one process per shard of the sparse embedding tables.
 
-Row g of a table lives on shard g mod n. A stage pulls the rows a micro-batch looks up just
-before the lookup (a forward pre-hook on the embedding module), and pushes the rows' sparse
-gradients after its backward pass; the server applies SGD to them.
+Row g of a table lives on shard g mod n, and exists there only once a stage has pulled or
+pushed it (heterps_core/ps: `RowStore`, the id index and the optimiser state of the rows
+touched). The shard applies the table's optimiser (SGD, Adagrad or Adam, lazy per row) to
+the gradient rows stages push.
 
 Pushes are never acknowledged: messages from one sender arrive in order, so a stage's pull
-always finds its own earlier pushes applied, without a round trip.
+always finds its own earlier pushes applied, without a round trip. Replies to one stage go
+in the order of its requests.
 Synchronous mode: the pushes of one round (one mini-batch per replica of the owning stage)
-are summed and applied together, and a pull for round t is answered only once round t-1
-is applied, so a run is repeatable and equals plain SGD.
+are averaged and applied as one update, and a pull for round t is answered only once round
+t-1 is applied, so a run is repeatable and equals a plain loop with the same optimiser.
 Asynchronous mode: pushes are applied as they arrive and pulls are answered at once (a
 replica may read rows that miss another replica's latest update).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 import torch.distributed as dist
 
+from heterps_core.ps.optim import parse
+from heterps_core.ps.rowinit import FirstRows, RowInit, WeightRows
+from heterps_core.ps.shard import Shard, TableSpec
 from heterps_core.runtime.checkpoint import save_part
 from heterps_core.runtime.spec import JobSpec
 from heterps_core.runtime.tables import (
@@ -29,21 +33,22 @@ from heterps_core.runtime.tables import (
     OP_DONE,
     OP_PULL,
     OP_PUSH,
+    TableRef,
     client_ranks,
     owning_stage,
     sparse_tables,
 )
 from heterps_core.runtime.wire import TAG_PS_PAYLOAD, TAG_PS_REPLY, TAG_PS_REQUEST, Outbox
 from heterps_core.zoo.base import ChainModel
-from heterps_core.zoo.tables import shard_rows
+from heterps_core.zoo.tables import init_of
 
 
-@dataclass
-class _Table:
-    rows: torch.Tensor
-    replicas: int
-    applied_round: int
-    pending: dict[int, list[tuple[torch.Tensor, torch.Tensor]]] = field(default_factory=dict)
+def first_rows(ref: TableRef) -> FirstRows:
+    """A zoo table's rows come from its seed; a user's model's table from its own weight."""
+    init = init_of(ref.module)
+    if init is not None:
+        return RowInit(init.kind, init.scale, init.seed)
+    return WeightRows(ref.weight)
 
 
 class ParameterServer:
@@ -51,26 +56,28 @@ class ParameterServer:
 
     def __init__(self, spec: JobSpec, shard: int, model: ChainModel, synchronous: bool) -> None:
         self.spec = spec
-        self.shard = shard
-        self.shards = spec.ps_shards
-        self.synchronous = synchronous
-        self.lr = spec.train.lr
+        self.shard_index = shard
         refs = sparse_tables(model)
         self.clients = client_ranks(spec, refs)
-        self.tables: list[_Table] = []
-        for ref in refs:
-            replicas = spec.stages[owning_stage(spec, ref)].units
-            start_round = spec.start_step // replicas
-            rows = shard_rows(ref.module, shard, self.shards)
-            self.tables.append(_Table(rows, replicas, start_round - 1))
-        self._waiting: list[tuple[int, int, int, torch.Tensor]] = []  # src, table, round, idx
+        self.dims = [int(ref.weight.shape[1]) for ref in refs]
+        tables = [
+            TableSpec(
+                dim=self.dims[ref.table],
+                init=first_rows(ref),
+                optimizer=parse(spec.train.table_optimizer(ref.table), f"table {ref.table}"),
+                replicas=spec.stages[owning_stage(spec, ref)].units,
+                evict_after=spec.train.evict_after,
+            )
+            for ref in refs
+        ]
+        self.shard = Shard(tables, synchronous, spec.start_step)
+        self._waiting: list[tuple[int, int, int, torch.Tensor]] = []  # src, table, round, ids
         self._markers: dict[tuple[int, int], int] = {}
         self._done = 0
         self.outbox = Outbox()
 
     def load(self, state: dict[str, Any]) -> None:
-        for table, rows in zip(self.tables, state["rows"], strict=True):
-            table.rows.copy_(rows)
+        self.shard.load_state_dict(state)
 
     def serve(self) -> None:
         header = torch.empty(HEADER, dtype=torch.int64)
@@ -78,10 +85,12 @@ class ParameterServer:
             src = dist.recv(header, None, tag=TAG_PS_REQUEST)
             op, table, round_, n = (int(v) for v in header)
             if op == OP_PULL:
-                idx = self._recv(src, torch.empty(n, dtype=torch.int64))
-                self._waiting.append((src, table, round_, idx))
+                ids = self._recv(src, torch.empty(n, dtype=torch.int64))
+                self._waiting.append((src, table, round_, ids))
             elif op == OP_PUSH:
-                self._push(src, table, round_, n)
+                ids = self._recv(src, torch.empty(n, dtype=torch.int64))
+                grads = self._recv(src, torch.empty(n, self.dims[table]))
+                self.shard.push(table, round_, ids, grads)
             elif op == OP_CHECKPOINT:
                 self._marker(OP_CHECKPOINT, round_)
             elif op == OP_DONE:
@@ -93,30 +102,15 @@ class ParameterServer:
         dist.recv(tensor, src, tag=TAG_PS_PAYLOAD)
         return tensor
 
-    # Updates scale the values first: index_add_ with `alpha` takes a slow per-row path on the
-    # CPU (about 12x slower for a mini-batch's rows in torch 2.13).
-    def _push(self, src: int, t: int, round_: int, n: int) -> None:
-        table = self.tables[t]
-        idx = self._recv(src, torch.empty(n, dtype=torch.int64))
-        values = self._recv(src, torch.empty(n, table.rows.shape[1], dtype=table.rows.dtype))
-        if not self.synchronous:
-            table.rows.index_add_(0, idx, values * (-self.lr / table.replicas))
-            return
-        table.pending.setdefault(round_, []).append((idx, values))
-        # Rounds complete in order: every replica pushes each round before its next pull.
-        while len(table.pending.get(table.applied_round + 1, [])) == table.replicas:
-            for idx_r, values_r in table.pending.pop(table.applied_round + 1):
-                table.rows.index_add_(0, idx_r, values_r * (-self.lr / table.replicas))
-            table.applied_round += 1
-
     def _answer_pulls(self) -> None:
         still: list[tuple[int, int, int, torch.Tensor]] = []
-        for src, t, round_, idx in self._waiting:
-            table = self.tables[t]
-            if self.synchronous and table.applied_round < round_ - 1:
-                still.append((src, t, round_, idx))
+        blocked: set[int] = set()  # a stage gets its replies in the order it asked
+        for src, t, round_, ids in self._waiting:
+            if src in blocked or not self.shard.ready(t, round_):
+                blocked.add(src)
+                still.append((src, t, round_, ids))
                 continue
-            self.outbox.send(table.rows[idx], src, TAG_PS_REPLY)
+            self.outbox.send(self.shard.pull(t, ids), src, TAG_PS_REPLY)
         self._waiting = still
 
     def _marker(self, op: int, step: int) -> None:
@@ -125,5 +119,9 @@ class ParameterServer:
         if self._markers[key] == len(self.clients) and op == OP_CHECKPOINT:
             del self._markers[key]
             assert self.spec.checkpoint_dir is not None
-            rank = self.spec.ps_ranks()[self.shard]
-            save_part(self.spec.checkpoint_dir, step, rank, {"rows": [t.rows for t in self.tables]})
+            rank = self.spec.ps_ranks()[self.shard_index]
+            save_part(self.spec.checkpoint_dir, step, rank, self.shard.state_dict())
+
+    def stats(self) -> dict[str, int]:
+        """Rows held and the bytes of rows, optimiser state and index (for the run summary)."""
+        return {"rows_held": sum(self.shard.rows()), "table_bytes": self.shard.nbytes()}

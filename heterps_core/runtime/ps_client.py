@@ -1,183 +1,113 @@
-"""A stage's client of the parameter server: pulls rows before lookups, pushes sparse
-gradients after the backward pass (see ps.py for the server and the two sync semantics)."""
+"""A stage's client of the parameter server (see ps.py for the server and the sync rules).
+
+The stage holds no table: each sparse table of its layers is a `RemoteTable` (ps/remote.py)
+that looks up in the rows of the current mini-batch only. Per mini-batch the client
+collects the ids every table will look up (a no-grad pass cut short after the last lookup),
+pulls their distinct rows in one request per table and shard, and after the backward passes
+pushes one gradient row per distinct row. Row g of a table lives on shard g mod n; ids on
+the wire are global row ids (the server draws a new row's first value from it).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import torch
 import torch.distributed as dist
-from torch import nn
 
+from heterps_core.ps.remote import BatchRows, RemoteTable, collect_ids, replace_table
 from heterps_core.runtime.metrics import Clock
 from heterps_core.runtime.spec import JobSpec
-from heterps_core.runtime.tables import OP_PULL, OP_PUSH, TableRef, header, owning_stage
+from heterps_core.runtime.tables import OP_PULL, OP_PUSH, TableRef, header
 from heterps_core.runtime.wire import TAG_PS_PAYLOAD, TAG_PS_REPLY, TAG_PS_REQUEST, Outbox
-
-
-class _AllPulled(Exception):
-    """Ends a prefetch forward pass early: nothing after the last lookup is needed."""
+from heterps_core.zoo.base import ChainModel
 
 
 class PSClient:
-    """A stage's view of the parameter server for the tables its layers hold."""
-
-    def __init__(self, spec: JobSpec, refs: list[TableRef], clock: Clock) -> None:
+    def __init__(self, spec: JobSpec, refs: list[TableRef], model: ChainModel, clock: Clock,
+                 device: torch.device) -> None:
         self.ps = spec.ps_ranks()
         self.refs = refs
         self.clock = clock
-        self.round = 0
-        # A stage with one replica is the only writer of its tables: applying its own
-        # updates locally keeps every row it holds current, so it need not pull them back
-        # (the PS still gets every push, for checkpoints). Rows start current on a fresh run
-        # (stage and PS build the same seeded model) and stale after a resume.
-        self.sole_writer = bool(refs) and spec.stages[owning_stage(spec, refs[0])].units == 1
-        self.lr = spec.train.lr
-        current = self.sole_writer and spec.start_step == 0
-        self._all_current = current
-        self._fresh = [
-            torch.full((ref.weight.shape[0],), current, dtype=torch.bool) for ref in refs
-        ]
-        self._collecting: set[int] | None = None  # tables pulled so far by `prefetch`
-        # Sparse gradients (rows, values) taken from the tables since the last push.
-        self._absorbed: list[list[tuple[torch.Tensor, torch.Tensor]]] = [[] for _ in refs]
+        self.device = device
         self.outbox = Outbox()
-        self._hooks = [
-            ref.module.register_forward_pre_hook(self._make_hook(i)) for i, ref in enumerate(refs)
+        self.tables: list[RemoteTable] = [
+            replace_table(model.layers[ref.layer], ref.path, ref.table, self._fetch)
+            for ref in refs
         ]
+        self.dims = [int(ref.weight.shape[1]) for ref in refs]
+        self._round = 0
 
-    def begin(self, round_: int) -> None:
-        """A new mini-batch: every row must be pulled again before it is read."""
-        self.round = round_
-        if self.sole_writer:
-            return
-        for fresh in self._fresh:
-            fresh.zero_()
+    def begin(self, round_: int, forward: Callable[[], object]) -> list[BatchRows]:
+        """Pull the rows mini-batch `round_` reads (`forward` runs the stage on all of it)."""
+        self._round = round_
+        looked_up = collect_ids(self.tables, forward)
+        distinct = [BatchRows.of(ids) for ids in looked_up]
+        values = self._pull([ids for ids, _ in distinct], round_)
+        rows = [
+            BatchRows(ids, v.to(self.device), inverse)
+            for (ids, inverse), v in zip(distinct, values, strict=True)
+        ]
+        for table, batch_rows in zip(self.tables, rows, strict=True):
+            table.begin(batch_rows)
+        return rows
 
-    def prefetch(self, forward: Callable[[], object]) -> None:
-        """Pull the rows a whole mini-batch reads, one round trip per table and shard.
+    def _fetch(self, table: int, ids: torch.Tensor) -> torch.Tensor:
+        """A lookup the prefetch did not foresee (a table looked up without `begin`)."""
+        wanted: list[torch.Tensor] = [torch.empty(0, dtype=torch.int64) for _ in self.refs]
+        wanted[table] = ids
+        return self._pull(wanted, self._round)[table].to(self.device)
 
-        `forward` runs the stage on the whole mini-batch; it is cut short once every table
-        has been pulled. Its micro-batches then find their rows fresh, so the round trips
-        (and the wait for the previous round's update) leave the micro-batch loop.
-        """
-        if self._all_current:
-            return
-        self._collecting = set()
-        try:
-            with torch.no_grad():
-                forward()
-        except _AllPulled:
-            pass
-        finally:
-            self._collecting = None
-
-    def _make_hook(self, i: int) -> Any:
-        def hook(module: nn.Module, args: tuple[Any, ...]) -> None:
-            self.pull(i, args[0])
-            if self._collecting is not None:
-                self._collecting.add(i)
-                if len(self._collecting) == len(self.refs):
-                    raise _AllPulled
-
-        return hook
-
-    def _by_shard(self, idx: torch.Tensor) -> Iterator[tuple[int, torch.Tensor, torch.Tensor]]:
-        n = len(self.ps)
-        if n == 1:  # the common case: no masks, no copies
-            yield 0, idx, idx
-            return
-        shard_of = idx % n
-        for shard in range(n):
-            mask = shard_of == shard
-            if bool(mask.any()):
-                yield shard, idx[mask], idx[mask] // n
-
-    def pull(self, i: int, indices: torch.Tensor) -> None:
-        if self._all_current:
-            return
-        ref = self.refs[i]
-        idx = indices.detach().reshape(-1).to("cpu").unique()
-        idx = idx[~self._fresh[i][idx]]
-        if idx.numel() == 0:
-            return
-        weight = ref.weight
-        parts = list(self._by_shard(idx))
-        for shard, _, local in parts:
-            self.outbox.send(
-                header(OP_PULL, ref.table, self.round, local.numel()),
-                self.ps[shard],
-                TAG_PS_REQUEST,
-            )
-            self.outbox.send(local, self.ps[shard], TAG_PS_PAYLOAD)
-        with self.clock.idle():
-            for shard, rows, _ in parts:
-                values = torch.empty(rows.numel(), weight.shape[1], dtype=weight.dtype)
-                dist.recv(values, self.ps[shard], tag=TAG_PS_REPLY)
-                weight.data[rows.to(weight.device)] = values.to(weight.device)
-            self.outbox.flush()
-        self._fresh[i][idx] = True
-
-    def absorb(self) -> None:
-        """Take the sparse gradients of the backward passes so far; a sole writer applies them.
-
-        Called after each micro-batch's backward pass, once every forward pass of the
-        mini-batch is done: an embedding's backward pass never reads its table, so updating
-        rows early changes nothing for the rest of the mini-batch, and the next mini-batch's
-        forward pass, which must wait for the whole update (bsp), finds less of it left.
-        Applying the pieces in order adds the same values in the same order as one update of
-        the whole mini-batch, as the server does.
-        """
-        for ref, absorbed in zip(self.refs, self._absorbed, strict=True):
-            grad = ref.weight.grad
-            if grad is None:
-                continue
-            # Uncoalesced rows are fine: the server's index_add_ sums duplicates, and
-            # coalescing (a sort) would cost more than sending the repeats.
-            grad = grad if grad.is_sparse else grad.to_sparse()
-            idx, values = grad._indices()[0], grad._values()
-            if self.sole_writer:
-                ref.weight.data.index_add_(0, idx, values * -self.lr)
-            absorbed.append((idx.to("cpu"), values.to("cpu")))
-            ref.weight.grad = None
-
-    def push(self, round_: int) -> None:
-        """Send every table's sparse gradient of round `round_` (empty ones too: they count)."""
-        self.absorb()
-        with self.clock.idle():
-            self.outbox.flush()  # the previous push must have left before its buffers go
-        for ref, absorbed in zip(self.refs, self._absorbed, strict=True):
-            weight = ref.weight
-            if len(absorbed) == 1:  # one micro-batch: nothing to join
-                idx, values = absorbed[0]
-            elif absorbed:
-                idx = torch.cat([rows for rows, _ in absorbed])
-                values = torch.cat([vals for _, vals in absorbed])
-            else:
-                idx = torch.empty(0, dtype=torch.int64)
-                values = torch.empty(0, weight.shape[1], dtype=weight.dtype)
-            absorbed.clear()
-            for shard, shard_idx, shard_values in self._split_push(idx, values):
-                self.outbox.send(
-                    header(OP_PUSH, ref.table, round_, shard_idx.numel()),
-                    self.ps[shard],
-                    TAG_PS_REQUEST,
-                )
-                self.outbox.send(shard_idx, self.ps[shard], TAG_PS_PAYLOAD)
-                self.outbox.send(shard_values, self.ps[shard], TAG_PS_PAYLOAD)
-
-    def _split_push(
-        self, idx: torch.Tensor, values: torch.Tensor
-    ) -> Iterator[tuple[int, torch.Tensor, torch.Tensor]]:
-        """(shard, shard-local rows, values) for every shard, empty parts included."""
+    def _by_shard(
+        self, ids: torch.Tensor
+    ) -> Iterator[tuple[int, torch.Tensor | None, torch.Tensor]]:
+        """(shard, positions in `ids` or None for all, ids) of every shard's part."""
         n = len(self.ps)
         if n == 1:
-            yield 0, idx, values
+            yield 0, None, ids
             return
+        shard_of = ids % n
         for shard in range(n):
-            mask = idx % n == shard
-            yield shard, idx[mask] // n, values[mask]
+            where = (shard_of == shard).nonzero().squeeze(1)
+            yield shard, where, ids[where]
+
+    def _pull(self, wanted: list[torch.Tensor], round_: int) -> list[torch.Tensor]:
+        """Rows of every table's `wanted` ids: all requests out first, then every reply."""
+        out: list[torch.Tensor] = []
+        replies: list[tuple[int, int, torch.Tensor | None, torch.Tensor]] = []
+        for t, ids in enumerate(wanted):
+            ref = self.refs[t]
+            dim = self.dims[t]
+            out.append(torch.empty(ids.numel(), dim, dtype=torch.float32))
+            for shard, where, part in self._by_shard(ids):
+                if part.numel() == 0:
+                    continue
+                self.outbox.send(header(OP_PULL, ref.table, round_, part.numel()),
+                                 self.ps[shard], TAG_PS_REQUEST)
+                self.outbox.send(part, self.ps[shard], TAG_PS_PAYLOAD)
+                # One shard's reply lands straight in the block; several are placed after.
+                buffer = out[t] if where is None else torch.empty(part.numel(), dim)
+                replies.append((t, shard, where, buffer))
+        with self.clock.idle():
+            for t, shard, where, buffer in replies:
+                dist.recv(buffer, self.ps[shard], tag=TAG_PS_REPLY)
+                if where is not None:
+                    out[t][where] = buffer
+            self.outbox.flush()
+        return out
+
+    def push(self, round_: int, rows: list[BatchRows]) -> None:
+        """Send every table's gradient rows of round `round_` (empty parts too: they count)."""
+        with self.clock.idle():
+            self.outbox.flush()  # the previous push must have left before its buffers go
+        for ref, batch_rows in zip(self.refs, rows, strict=True):
+            grad = batch_rows.gradient().detach().to("cpu")
+            for shard, where, part in self._by_shard(batch_rows.ids):
+                values = grad if where is None else grad[where]
+                self.outbox.send(header(OP_PUSH, ref.table, round_, part.numel()),
+                                 self.ps[shard], TAG_PS_REQUEST)
+                self.outbox.send(part, self.ps[shard], TAG_PS_PAYLOAD)
+                self.outbox.send(values.contiguous(), self.ps[shard], TAG_PS_PAYLOAD)
 
     def marker(self, op: int, step: int) -> None:
         for rank in self.ps:
@@ -186,5 +116,5 @@ class PSClient:
             self.outbox.flush()
 
     def close(self) -> None:
-        for hook in self._hooks:
-            hook.remove()
+        with self.clock.idle():
+            self.outbox.flush()

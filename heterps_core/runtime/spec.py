@@ -57,6 +57,18 @@ class TrainSettings:
     data: str = ""
     eval_every: int = 0
     eval_samples: int = 0
+    # Dense layers' optimiser (heterps_core.ps.optim: sgd, adagrad, adam) with `lr`; sparse
+    # tables use `sparse_optimizer` (NAME[:lr=X,eps=Y]) or, when empty, the same with `lr`;
+    # `table_optimizers` maps a table's number to its own setting.
+    optimizer: str = "sgd"
+    sparse_optimizer: str = ""
+    table_optimizers: dict[str, str] = field(default_factory=dict)
+    evict_after: int | None = None  # server drops rows untouched for this many updates
+
+    def table_optimizer(self, table: int) -> str:
+        """Sparse table `table`'s optimiser setting, NAME[:lr=X,eps=Y]."""
+        own = self.table_optimizers.get(str(table))
+        return own or self.sparse_optimizer or f"{self.optimizer}:lr={self.lr}"
 
 
 @dataclass(frozen=True)

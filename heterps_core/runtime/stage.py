@@ -5,7 +5,8 @@ mini-batch is split into micro-batches; every micro-batch goes forward through t
 and on to the next stage's replica m mod k; the last stage computes the loss and starts the
 backward pass of each micro-batch at once; the other stages run their backward passes in
 micro-batch order as gradients come back. Then sparse gradients go to the parameter server,
-dense gradients are combined among the stage's replicas (sync mode) and SGD steps.
+dense gradients are combined among the stage's replicas (sync mode) and the dense optimiser
+steps.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ from typing import Any
 import torch
 from torch import nn
 
+from heterps_core.ps import optim
+from heterps_core.ps.remote import BatchRows
 from heterps_core.runtime import sync
 from heterps_core.runtime.binding import parse_target
 from heterps_core.runtime.checkpoint import load_part, save_part
-from heterps_core.runtime.datasource import held_out, replica_batches
+from heterps_core.runtime.datasource import replica_batches
 from heterps_core.runtime.metrics import Clock, Reporter
 from heterps_core.runtime.models import resolve_model
 from heterps_core.runtime.ps_client import PSClient
@@ -29,7 +32,6 @@ from heterps_core.runtime.spec import JobSpec, RankSpec
 from heterps_core.runtime.tables import OP_CHECKPOINT, OP_DONE, sparse_tables
 from heterps_core.runtime.wire import (
     TAG_BACKWARD,
-    TAG_EVAL,
     TAG_FORWARD,
     TAG_LABELS,
     Inbox,
@@ -39,8 +41,7 @@ from heterps_core.runtime.wire import (
     send_tensor,
 )
 from heterps_core.zoo.base import Batch, ChainModel, Inputs
-from heterps_core.zoo.evaluation import metrics_of
-from heterps_core.zoo.tables import materialize, tables_on_meta
+from heterps_core.zoo.tables import tables_on_meta
 
 
 @dataclass
@@ -54,6 +55,7 @@ class _InFlight:
     received: list[torch.Tensor]
     sent: list[torch.Tensor]
     loss: float | None
+    pulled: list[BatchRows] | None  # the rows its lookups read (an embedding stage's)
 
 
 class StageWorker:
@@ -75,7 +77,7 @@ class StageWorker:
         train = spec.train
         self.zoo = resolve_model(train.model)
         self.config = self.zoo.config(train.size)
-        # Every table starts on `meta`; this stage fills only its own (see zoo/tables.py).
+        # Every table stays on `meta`: this stage's own become remote tables below.
         with tables_on_meta():
             self.model: ChainModel = self.zoo.build(self.config, seed=train.seed)
         self.stage = spec.stages[me.stage]
@@ -84,20 +86,17 @@ class StageWorker:
         refs = [
             r for r in sparse_tables(self.model) if self.stage.first <= r.layer <= self.stage.last
         ]
-        for ref in refs:
-            materialize(ref.module)
+        # The stage holds none of its tables: they become remote tables that look up in the
+        # rows pulled for the current mini-batch (ps/remote.py).
+        self.client = PSClient(spec, refs, self.model, clock, self.device) if refs else None
         self.layers = nn.ModuleList(list(self.model.layers)[self.stage.first : self.stage.last + 1])
         self.layers.to(self.device)
-        tables = {id(r.weight) for r in refs}
-        self.dense = [p for p in self.layers.parameters() if id(p) not in tables]
-        self.optimizer = torch.optim.SGD(self.dense, lr=train.lr) if self.dense else None
+        self.dense = list(self.layers.parameters())
+        dense_optimizer = optim.get(train.optimizer, lr=train.lr)
+        self.optimizer = dense_optimizer.torch_dense(self.dense) if self.dense else None
         self.mode = sync.get(train.sync)
-        self.client = PSClient(spec, refs, clock) if refs else None
         self.outbox = Outbox()
         self.inbox = Inbox()
-        # The held-out set: stage 1 feeds its inputs, the last stage scores against its labels.
-        evaluates = me.stage in (0, self.n_stages - 1) and train.eval_every > 0
-        self.held = held_out(train, self.zoo, self.config) if evaluates else None
         if spec.start_step > 0:
             self._restore()
 
@@ -149,16 +148,16 @@ class StageWorker:
         spec, s = self.spec, self.me.stage
         last = s == self.n_stages - 1
         n_micro = spec.train.micro_batches
-        if self.client is not None:
-            self.client.begin(round_)
         inputs: list[Inputs] = []
+        pulled: list[BatchRows] | None = None
         labels: list[torch.Tensor] = []
         if batch is not None:
             raw_inputs, raw_labels = batch
             inputs = _split_inputs(raw_inputs, n_micro, self.device)
-            if self.client is not None and n_micro > 1:
+            if self.client is not None:
+                # One pull of every row the mini-batch reads, before any micro-batch runs.
                 whole = {key: value.to(self.device) for key, value in raw_inputs.items()}
-                self.client.prefetch(lambda: self._forward(whole))
+                pulled = self.client.begin(round_, lambda: self._forward(whole))
             if last:
                 labels = list(raw_labels.to(self.device).tensor_split(n_micro))
             else:
@@ -199,7 +198,9 @@ class StageWorker:
                 self.inbox.expect(y.shape, y.dtype, nxt, TAG_BACKWARD, self._link(nxt))
                 received.append(x)
                 sent.append(y)
-        return _InFlight(m, round_, prev, nxt, received, sent, loss_sum if last else None)
+        return _InFlight(
+            m, round_, prev, nxt, received, sent, loss_sum if last else None, pulled
+        )
 
     def backward_part(self, f: _InFlight) -> None:
         """The backward passes as gradients come back, then the parameter updates."""
@@ -210,45 +211,17 @@ class StageWorker:
             assert grad is not None, "every activation sent posts its gradient's receive"
             y.backward(grad.to(self.device))
             self._send_back(x, prev)
-            if self.client is not None:
-                self.client.absorb()
         with self.clock.idle():
             self.outbox.settle()
         if self.client is not None:
-            self.client.push(f.round)
+            assert f.pulled is not None
+            self.client.push(f.round, f.pulled)
         with self.clock.idle():
             self.mode.sync_dense(self.dense, self.group, self.replicas)
         if self.optimizer is not None:
             self.optimizer.step()
             self.optimizer.zero_grad(set_to_none=True)
         self.reporter.step_done(f.m, f.loss)
-        every = self.spec.train.eval_every
-        if every and ((f.m + 1) % every == 0 or f.m == self.spec.train.steps - 1):
-            self._evaluate(f.m, f.round)
-
-    def _evaluate(self, m: int, round_: int) -> None:
-        """The held-out set through this stage without gradients, right after mini-batch m's
-        update, on m's path (every stage's replica of m does it for the same m)."""
-        s, last = self.me.stage, self.me.stage == self.n_stages - 1
-        if s == 0:
-            assert self.held is not None
-            x: Any = {key: value.to(self.device) for key, value in self.held[0].items()}
-            if self.client is not None:
-                # Read-only: rows as of round m's update (no push follows this pull).
-                self.client.begin(round_ + 1)
-                self.client.prefetch(lambda: self._forward(x))
-        else:
-            src = self.spec.replica_rank(s - 1, m)
-            with self.clock.idle():
-                x = recv_tensor(src, TAG_EVAL, self._link(src)).to(self.device)
-        with torch.no_grad():
-            y = self._forward(x)
-        if last:
-            assert self.held is not None
-            self.reporter.held_out(metrics_of(self.model, y, self.held[1].to(self.device), m + 1))
-        else:
-            dst = self.spec.replica_rank(s + 1, m)
-            send_tensor(self.outbox, y, dst, TAG_EVAL, self._link(dst))
 
     def _receive(self, stage: int, m: int, tag: int) -> torch.Tensor:
         """Mini-batch m's next tensor on `tag` from its replica of `stage`."""

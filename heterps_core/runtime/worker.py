@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
+import resource
 import sys
 import traceback
 from datetime import timedelta
@@ -71,24 +73,29 @@ def run_rank(store: dist.TCPStore, rank: int, device_override: str | None = None
             for s, stage in enumerate(spec.stages)
         ]
         clock = Clock()
+        stats: dict[str, int] = {}
         if me.role == "ps":
-            _serve(spec, me)
+            stats = _serve(spec, me)
         else:
             reporter = Reporter(store, rank, clock, spec.report_interval_s)
             StageWorker(spec, me, device, groups[me.stage], reporter, clock).run()
+        # ru_maxrss is in KiB on Linux: the process's peak resident set, torch included.
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        store.set(keys.stats(rank), json.dumps({"peak_rss_bytes": peak, **stats}))
     finally:
         dist.destroy_process_group()
 
 
-def _serve(spec: JobSpec, me: RankSpec) -> None:
+def _serve(spec: JobSpec, me: RankSpec) -> dict[str, int]:
     zoo = resolve_model(spec.train.model)
-    with tables_on_meta():  # the server generates only its shard's rows
+    with tables_on_meta():  # the server creates rows as they are touched
         model = zoo.build(zoo.config(spec.train.size), seed=spec.train.seed)
     server = ParameterServer(spec, me.replica, model, sync.get(spec.train.sync).ps_synchronous)
     if spec.start_step > 0:
         assert spec.checkpoint_dir is not None
         server.load(load_part(spec.checkpoint_dir, spec.start_step, me.rank))
     server.serve()
+    return server.stats()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,18 +1,14 @@
-"""Tables drawn by row chunks: the same model whether a process fills its tables or not."""
+"""Tables whose rows are a hash of (seed, row id): the same model whether a process fills its
+tables or not, and the rows a parameter server creates."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
+from heterps_core.ps import initial_rows
 from heterps_core.zoo import get, names
-from heterps_core.zoo.tables import (
-    CHUNK_ROWS,
-    materialize,
-    shard_rows,
-    sparse_table,
-    tables_on_meta,
-)
+from heterps_core.zoo.tables import init_of, materialize, sparse_table, tables_on_meta
 
 
 def _zoo(name: str):
@@ -34,18 +30,20 @@ def test_a_model_built_without_its_tables_has_the_same_dense_layers(name: str) -
             assert torch.equal(value, full[key]), key
 
 
-def test_materialize_and_shard_rows_give_the_rows_of_a_full_build() -> None:
-    rows, dim = 2 * CHUNK_ROWS + 5, 3  # three chunks, the last one short
+def test_materialize_gives_the_rows_of_a_full_build_and_of_a_server() -> None:
+    rows, dim = 70_000, 3  # more than one fill block
     torch.manual_seed(11)
     full = sparse_table(rows, dim, "uniform", 0.5)
     torch.manual_seed(11)
     with tables_on_meta():
         lazy = sparse_table(rows, dim, "uniform", 0.5)
     assert lazy.weight.is_meta
-    for shard in range(3):
-        assert torch.equal(shard_rows(lazy, shard, 3), full.weight.detach()[shard::3])
     materialize(lazy)
     assert not lazy.weight.is_meta and torch.equal(lazy.weight, full.weight)
+    init = init_of(lazy)
+    assert init is not None
+    ids = torch.tensor([0, 65_536, 69_999])
+    assert torch.equal(full.weight.detach()[ids], initial_rows(ids, dim, init.rows))
     values = full.weight.detach()
     assert float(values.abs().max()) <= 0.5 and float(values.std()) > 0.2
 
