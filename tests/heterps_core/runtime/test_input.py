@@ -16,7 +16,6 @@ from heterps_core.runtime.datasource import held_out, replica_batches
 from heterps_core.runtime.errors import RunConfigError
 from heterps_core.runtime.launcher import RunConfig, launch
 from heterps_core.runtime.models import resolve_model
-from heterps_core.runtime.reference import plain_optimizers
 from heterps_core.zoo.criteo import criteo_stream
 from heterps_core.zoo.evaluation import evaluate
 
@@ -25,11 +24,12 @@ SAMPLE = ROOT / "tests" / "data" / "criteo_sample.tsv"
 
 
 def plain_run_and_held_out(train, steps_eval):
-    """The plain loop on the same stream, evaluated on the held-out set at `steps_eval`."""
+    """The plain loop (SGD everywhere, the settings' default) on the same stream, evaluated
+    on the held-out set at `steps_eval`."""
     zoo = resolve_model(train.model)
     config = zoo.config(train.size)
     model = zoo.build(config, seed=train.seed)
-    optimizers = plain_optimizers(model, train)
+    optimizer = torch.optim.SGD(model.parameters(), lr=train.lr)
     batches = replica_batches(train, zoo, config)
     held = held_out(train, zoo, config)
     assert held is not None
@@ -37,9 +37,8 @@ def plain_run_and_held_out(train, steps_eval):
     for step in range(1, train.steps + 1):
         inputs, labels = next(batches)
         model.loss(model(inputs), labels).backward()
-        for optimizer in optimizers:
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
         if step in steps_eval:
             out[step] = evaluate(model, held[0], held[1], step)
     return out
