@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import socket
 import sys
+from collections.abc import Mapping
 from typing import Any, TextIO
 
 from heterps_core.cli import register
@@ -45,7 +46,28 @@ class RunCommand(Command):
             help="allow a --sync/--micro-batches/--ps-shards the v2 plan was not priced for: "
                  "its assignment is re-priced on this instance under them and that plan runs",
         )
-        parser.add_argument("--lr", type=argument("lr"), default=0.05, help="SGD learning rate")
+        parser.add_argument(
+            "--optimizer",
+            help="dense layers' optimiser: sgd, adagrad or adam (default: the model's own, "
+            "adam for the CTR models)",
+        )
+        parser.add_argument(
+            "--lr", type=argument("lr"), help="dense learning rate (default: 0.05 for sgd, "
+            "else the optimiser's own: adam 0.001, adagrad 0.01)"
+        )
+        parser.add_argument(
+            "--sparse-optimizer",
+            help="the tables' optimiser on the parameter server, NAME[:lr=X,eps=Y] "
+            "(default: the dense one with --lr)",
+        )
+        parser.add_argument(
+            "--table-optimizer", action="append", default=[], metavar="TABLE=SETTING",
+            help="one table's own optimiser, e.g. 0=adagrad:lr=0.05 (repeatable)",
+        )
+        parser.add_argument(
+            "--evict-after", type=int,
+            help="parameter server drops rows untouched for this many updates (default: never)",
+        )
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument(
             "--data", default="synthetic",
@@ -101,15 +123,21 @@ class RunCommand(Command):
         args.sync = args.sync or "bsp"
         args.ps_shards = args.ps_shards if args.ps_shards is not None else 1
         micro = args.micro_batches or default_micro_batches(len(plan.stages))
+        optimizer = args.optimizer or zoo.default_optimizer
+        lr = args.lr if args.lr is not None else default_lr(optimizer)
         train = TrainSettings(
             model=args.model,
             steps=args.steps,
             batch_size=batch_size,
             seed=args.seed,
             size=args.size,
-            lr=args.lr,
+            lr=lr,
             micro_batches=micro,
             sync=args.sync,
+            optimizer=optimizer,
+            sparse_optimizer=args.sparse_optimizer or "",
+            table_optimizers=table_settings(args.table_optimizer),
+            evict_after=args.evict_after,
             data="" if args.data == "synthetic" else args.data,
             eval_every=args.eval_every,
             eval_samples=args.eval_samples if args.eval_every else 0,
@@ -136,6 +164,7 @@ class RunCommand(Command):
         result = launcher.wait()
         line.close()
         loss = result.final_loss
+        processes = process_rows(launcher.spec, result.process_stats)
         summary = {
             "steps": result.steps,
             "start_step": result.start_step,
@@ -154,6 +183,8 @@ class RunCommand(Command):
             "checkpoint_step": result.checkpoint_step,
             "data": args.data,
             "held_out": result.held_out,  # every evaluation: step, samples, logloss, auc
+            "optimizer": optimizer,
+            "processes": processes,  # every process's peak resident memory (a shard's rows)
         }
         # The one measured definition, stages next to the plan, the plan as it ran.
         summary.update(run_summary(result, batch_size, sync.get(args.sync).flushes))
@@ -174,11 +205,65 @@ class RunCommand(Command):
             else "loss -"
         )
         print(f"cost ${result.cost:.6f} at ${plan.cost_per_hour or 0:.3f} per hour")
+        print(memory_line(processes))
         if result.held_out:
             print(held_out_text(result.held_out[-1]) + f" ({len(result.held_out)} evaluations)")
         if result.checkpoint_step is not None:
             print(f"checkpoint at step {result.checkpoint_step} in {args.checkpoint_dir}")
         return 0
+
+
+def default_lr(optimizer: str) -> float:
+    """0.05 for SGD (the runtime's long-standing default), else the optimiser's own."""
+    from heterps_core.ps import optim
+
+    if optimizer == "sgd":
+        return 0.05
+    try:
+        return optim.get(optimizer).lr
+    except optim.UnknownOptimizerError as exc:
+        raise InstanceError("optimizer", str(exc).removeprefix("optimizer ")) from None
+
+
+def table_settings(items: list[str]) -> dict[str, str]:
+    """`TABLE=SETTING` flags as {table: setting}."""
+    out: dict[str, str] = {}
+    for item in items:
+        table, sep, setting = item.partition("=")
+        if not sep or not table.strip().isdigit() or not setting.strip():
+            raise InstanceError("table-optimizer", f"must be TABLE=SETTING, got {item!r}")
+        out[table.strip()] = setting.strip()
+    return out
+
+
+def process_rows(
+    spec: object, stats: Mapping[int, Mapping[str, object]]
+) -> list[dict[str, object]]:
+    """Every process with its peak resident memory (and a server shard's rows held)."""
+    from heterps_core.runtime.spec import JobSpec
+
+    assert isinstance(spec, JobSpec)
+    rows = []
+    for rank in spec.ranks:
+        entry: dict[str, object] = {"rank": rank.rank, "process": rank.describe()}
+        entry.update(stats.get(rank.rank, {}))
+        rows.append(entry)
+    return rows
+
+
+def memory_line(rows: list[dict[str, object]]) -> str:
+    parts = []
+    total = 0.0
+    for row in rows:
+        peak = row.get("peak_rss_bytes")
+        if not isinstance(peak, int | float):
+            parts.append(f"{row['process']}: not reported")
+            continue
+        total += peak
+        held = row.get("rows_held")
+        extra = f", {held:,} rows" if isinstance(held, int) else ""
+        parts.append(f"{row['process']}: {peak / 1e9:.2f} GB{extra}")
+    return "peak resident memory: " + "; ".join(parts) + f"; all: {total / 1e9:.2f} GB"
 
 
 def held_out_text(held: dict[str, Any]) -> str:

@@ -77,6 +77,8 @@ class ZooModel:
     name: ClassVar[str]
     description: ClassVar[str]
     default_batch_size: ClassVar[int] = 1000
+    # What its users train it with (heterps_core.ps.optim): Adam for the CTR models.
+    default_optimizer: ClassVar[str] = "sgd"
 
     def config(self, size: str = "small") -> ModelConfig:
         """`small` for tests and this machine, `production` for planning at real scale."""

@@ -30,6 +30,7 @@ class CtrDnn(ZooModel):
     name = "ctr_dnn"
     description = "CTR-DNN on Criteo: 13 dense + 26 sparse features, emb 10, MLP 400-400-400"
     default_batch_size = 1000
+    default_optimizer = "adam"
 
     def config(self, size: str = "small") -> ModelConfig:
         check_size(size)

@@ -20,6 +20,7 @@ class DeepFM(ZooModel):
     name = "deepfm"
     description = "DeepFM: FM (first + second order) and MLP 400-400-400 over shared embeddings"
     default_batch_size = 1000
+    default_optimizer = "adam"
 
     def config(self, size: str = "small") -> ModelConfig:
         check_size(size)

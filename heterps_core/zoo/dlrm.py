@@ -24,6 +24,7 @@ class DLRM(ZooModel):
     name = "dlrm"
     description = "DLRM: bottom MLP 512-256-dim, 26 tables, dot interaction, top MLP 1024-1024-512"
     default_batch_size = 2048
+    default_optimizer = "adam"
 
     def config(self, size: str = "small") -> ModelConfig:
         check_size(size)

@@ -46,6 +46,7 @@ class TwoEmb(ZooModel):
     name = "two_emb"
     description = "2EMB: two large tables (query terms, ad ids; dim 64) + MLP 512-256-128"
     default_batch_size = 1000
+    default_optimizer = "adam"
 
     def config(self, size: str = "small") -> ModelConfig:
         check_size(size)

@@ -20,6 +20,7 @@ class WideDeep(ZooModel):
     name = "wide_deep"
     description = "Wide & Deep: wide first-order sparse term + MLP 1024-512-256 (Criteo layout)"
     default_batch_size = 1000
+    default_optimizer = "adam"
 
     def config(self, size: str = "small") -> ModelConfig:
         check_size(size)

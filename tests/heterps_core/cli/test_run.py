@@ -91,6 +91,12 @@ def test_run_trains_the_plan_and_prints_a_summary(tmp_path: Path) -> None:
     assert summary["cost"] > 0 and summary["cost_per_hour"] == pytest.approx(2.0)
     assert summary["binding"] == {"cpu": "cpu", "cpu-b": "cpu"}
     assert "step 12/12" in done.stderr  # the progress line's final state
+    assert summary["optimizer"] == "adam"  # CTR models train with Adam unless told otherwise
+    processes = {row["rank"]: row for row in summary["processes"]}
+    assert sorted(processes) == [0, 1, 2]
+    assert all(0.05e9 < row["peak_rss_bytes"] < 4e9 for row in processes.values())
+    assert processes[2]["process"] == "parameter server shard 0 (rank 2)"
+    assert 0 < processes[2]["rows_held"] <= 26 * 100  # rows touched, not the vocabulary
 
 
 @pytest.mark.parametrize(
@@ -100,6 +106,11 @@ def test_run_trains_the_plan_and_prints_a_summary(tmp_path: Path) -> None:
         (["--bind", "gpu=cpu"], "heterps run: error: bind.gpu: the plan has no resource type"),
         (["--sync", "ssp"], "heterps run: error: sync: unknown sync mode 'ssp'"),
         (["--resume"], "heterps run: error: resume: needs a checkpoint directory"),
+        (["--optimizer", "lamb"], "heterps run: error: optimizer: must be one of"),
+        (["--sparse-optimizer", "adam:lr=x"],
+         "heterps run: error: sparse_optimizer: lr must be a number, got 'x'"),
+        (["--table-optimizer", "0"], "heterps run: error: table-optimizer: must be TABLE=SETTING"),
+        (["--table-optimizer", "5=sgd"], "heterps run: error: table_optimizers: the model has"),
     ],
 )
 def test_bad_arguments_get_one_clear_line(
