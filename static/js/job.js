@@ -128,7 +128,11 @@
   const lastCost = series.length ? series[series.length - 1].cost : 0;
   const baseCost = job.accrued_cost - lastCost; // earlier runs
   series.forEach((s) => seen.add(key(s)));
-  if (series.length) stages(series[series.length - 1].stages);
+  if (series.length) {
+    const last = series[series.length - 1];
+    stages(last.stages);
+    if (field("window")) field("window").textContent = `${last.samples_per_s.toFixed(1)} (last ${fmt(last.window_s, 1)} s${finished ? ", the run's end" : ""})`;
+  }
   draw();
 
   function connect() {
