@@ -63,6 +63,11 @@ def exact_plan(
     With `budget_s` (None or inf: no limit), a solve that runs out of time returns the best
     plan found with a note giving its certified gap, never a plan called optimal.
     """
+    if instance.is_v2:
+        # v2: label DP over (prefix, last resource) per server placement (costmodel_v2.py)
+        from heterps_core.costmodel_v2 import solve_v2
+
+        return solve_v2(instance, None, "exact")
     started = time.perf_counter()
     deadline = None
     if budget_s is not None and math.isfinite(budget_s):
