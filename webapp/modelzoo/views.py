@@ -7,6 +7,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from webapp.jobs import measured
 from webapp.modelzoo import services
 from webapp.modelzoo.forms import (
     AddZooModelForm,
@@ -94,6 +95,10 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
         "table": table,
         "chart": layer_chart(table),
         "runs": ProfileRun.objects.filter(model=model).select_related("work")[:10],
+        # What finished runs measured per layer group, next to the plan (issue 16).
+        "measured": measured.for_model(model.project_id, model.runtime_model, model.size,
+                                       model.layer_names()) if model.runtime_model else [],
+        "measured_threshold_pct": 100 * measured.threshold(),
         "profile_form": ProfileForm(initial={"batch_size": model.default_batch_size,
                                              "repeats": 3}),
     }

@@ -31,7 +31,7 @@ def gpu_job(personas: Any, source: Any) -> Job:
 
 @pytest.mark.slow
 def test_one_measured_throughput_and_like_with_like(login: Any, personas: Any,
-                                                    gpu_job: Job) -> None:
+                                                    gpu_job: Job, zoo_model: Any) -> None:
     job, summary = gpu_job, gpu_job.summary
     # The definition: samples of the mini-batches after the first, over their span.
     assert summary["samples_in_span"] == 15 * job.batch_size
@@ -59,10 +59,22 @@ def test_one_measured_throughput_and_like_with_like(login: Any, personas: Any,
     assert shown in page and f"{summary['throughput']:.1f}" in page
     assert "Measured (ms per mini-batch)" in page and "(substitute)" in page
     assert "= start-up $" in page and "s of it start-up" in page
+    first = summary["stages"][0]
+    off = first["measured_time_per_batch_s"] / first["predicted_time_per_batch_s"] - 1
+    flagged = "Measured differs from the plan's prediction by more than 15%" in page
+    assert flagged == (abs(off) > 0.15)  # stage 2 ran on a substitute: never flagged
+    assert "stage 2 (gpu-t4) " not in page.split("more than 15%")[-1].split("</p>")[0]
     listed = client.get("/jobs/").content.decode()
     assert f"{summary['throughput']:.1f}" in listed
     api = client.get(f"/api/jobs/{job.pk}/").json()
     assert api["last_throughput"] == pytest.approx(summary["throughput"])
+
+    # The model page: each layer group's measured time next to the plan's, with provenance.
+    model_page = client.get(f"/models/{zoo_model.pk}/").content.decode()
+    assert f"measured in job {job.pk}, run 1" in model_page
+    assert "not comparable (ran on a substitute)" in model_page
+    measured_ms = f"{summary['stages'][0]['measured_time_per_batch_s'] * 1000:.3f}"
+    assert measured_ms in model_page
 
     # A restart shows nothing of the last run until its own first step.
     services.restart(personas.member, job)

@@ -24,6 +24,7 @@ from heterps_core.runtime.compile import compile_run, coordinator_host, default_
 from heterps_core.runtime.throughput import error, is_substitute, run_summary
 from webapp.background.context import WorkCancelled
 from webapp.jobs import records
+from webapp.jobs.measured import threshold
 from webapp.jobs.models import Job
 from webapp.jobs.options import PIPELINE, PlanSource, RunOptions
 from webapp.jobs.runners.base import JobRunner, RunContext
@@ -169,8 +170,15 @@ def comparison(job: Job, series: list[dict[str, Any]]) -> dict[str, Any]:
     planned = job.flushed_throughput or job.predicted_throughput
     against = as_run if substitutes else planned
     wrong = error(measured, against)
+    limit = threshold()
+    off = [{**r, "difference_pct": 100 * (r["measured_time_per_batch_s"]
+                                          / r["predicted_time_per_batch_s"] - 1)}
+           for r in rows if not r.get("substitute") and r.get("measured_time_per_batch_s")
+           and r.get("predicted_time_per_batch_s")
+           and abs(r["measured_time_per_batch_s"] / r["predicted_time_per_batch_s"] - 1) > limit]
     return {
         "prediction_error_pct": None if wrong is None else 100 * wrong,
+        "stages_off": off, "threshold_pct": 100 * limit,
         "stage_rows": rows, "substitutes": substitutes, "as_run": as_run,
         "planned_for_run": planned, "error_against": "as_run" if substitutes else "plan",
         "prediction_error": wrong,
