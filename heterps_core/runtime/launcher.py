@@ -17,7 +17,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import torch.distributed as dist
 
@@ -53,6 +53,8 @@ class RunResult:
     checkpoint_step: int | None
     last_sample: MetricsSample | None
     pids: tuple[int, ...]
+    # Every held-out evaluation, in step order: {"step", "samples", "logloss", "auc"}.
+    held_out: list[dict[str, Any]] = field(default_factory=list)
     # rank -> what the process reported at its end: peak_rss_bytes (and a server shard's
     # rows_held, table_bytes); ranks that did not report are missing.
     process_stats: dict[int, dict[str, int]] = field(default_factory=dict)
@@ -241,6 +243,7 @@ class Launcher:
             checkpoint_step=self._checkpoint_step(),
             last_sample=final,
             pids=self._pid_tuple(),
+            held_out=list(collector.held_out),
             process_stats=self._process_stats(),
         )
 

@@ -24,7 +24,7 @@ from heterps_core.ps.remote import BatchRows
 from heterps_core.runtime import sync
 from heterps_core.runtime.binding import parse_target
 from heterps_core.runtime.checkpoint import load_part, save_part
-from heterps_core.runtime.datasource import replica_batches
+from heterps_core.runtime.datasource import held_out, replica_batches
 from heterps_core.runtime.metrics import Clock, Reporter
 from heterps_core.runtime.models import resolve_model
 from heterps_core.runtime.ps_client import PSClient
@@ -32,6 +32,7 @@ from heterps_core.runtime.spec import JobSpec, RankSpec
 from heterps_core.runtime.tables import OP_CHECKPOINT, OP_DONE, sparse_tables
 from heterps_core.runtime.wire import (
     TAG_BACKWARD,
+    TAG_EVAL,
     TAG_FORWARD,
     TAG_LABELS,
     Inbox,
@@ -41,6 +42,7 @@ from heterps_core.runtime.wire import (
     send_tensor,
 )
 from heterps_core.zoo.base import Batch, ChainModel, Inputs
+from heterps_core.zoo.evaluation import metrics_of
 from heterps_core.zoo.tables import tables_on_meta
 
 
@@ -97,6 +99,9 @@ class StageWorker:
         self.mode = sync.get(train.sync)
         self.outbox = Outbox()
         self.inbox = Inbox()
+        # The held-out set: stage 1 feeds its inputs, the last stage scores against its labels.
+        evaluates = me.stage in (0, self.n_stages - 1) and train.eval_every > 0
+        self.held = held_out(train, self.zoo, self.config) if evaluates else None
         if spec.start_step > 0:
             self._restore()
 
@@ -222,6 +227,32 @@ class StageWorker:
             self.optimizer.step()
             self.optimizer.zero_grad(set_to_none=True)
         self.reporter.step_done(f.m, f.loss)
+        every = self.spec.train.eval_every
+        if every and ((f.m + 1) % every == 0 or f.m == self.spec.train.steps - 1):
+            self._evaluate(f.m, f.round)
+
+    def _evaluate(self, m: int, round_: int) -> None:
+        """The held-out set through this stage without gradients, right after mini-batch m's
+        update, on m's path (every stage's replica of m does it for the same m)."""
+        s, last = self.me.stage, self.me.stage == self.n_stages - 1
+        if s == 0:
+            assert self.held is not None
+            x: Any = {key: value.to(self.device) for key, value in self.held[0].items()}
+            if self.client is not None:
+                # Read-only: rows as of round m's update (no push follows this pull).
+                self.client.begin(round_ + 1, lambda: self._forward(x))
+        else:
+            src = self.spec.replica_rank(s - 1, m)
+            with self.clock.idle():
+                x = recv_tensor(src, TAG_EVAL, self._link(src)).to(self.device)
+        with torch.no_grad():
+            y = self._forward(x)
+        if last:
+            assert self.held is not None
+            self.reporter.held_out(metrics_of(self.model, y, self.held[1].to(self.device), m + 1))
+        else:
+            dst = self.spec.replica_rank(s + 1, m)
+            send_tensor(self.outbox, y, dst, TAG_EVAL, self._link(dst))
 
     def _receive(self, stage: int, m: int, tag: int) -> torch.Tensor:
         """Mini-batch m's next tensor on `tag` from its replica of `stage`."""
