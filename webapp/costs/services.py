@@ -15,7 +15,7 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db.models import Max, Q
+from django.db.models import Max, Min, Q
 from django.utils import timezone
 
 from webapp.jobs.models import Job, JobMetric
@@ -114,13 +114,14 @@ def report(user: AnyUser, period: Period, project_id: int | None = None) -> Repo
     started = _runs_started(jobs, period)
     wanted = set(accrued) | set(started)
     rows = []
+    totals = run_totals(wanted)
     for job in jobs.filter(pk__in=wanted).only(
         "name", "project__name", "predicted_cost_per_hour", "predicted_throughput", "steps",
         "batch_size", "model_name", "model_size", "scheduler", "runs", "work__status",
         "last_throughput", "summary",
     ):
         runs = started.get(job.pk, [])
-        split = difference(job, runs)
+        split = difference(job, runs, totals)
         rows.append(CostRow(
             job_id=job.pk, job=job_label(job), project_id=job.project_id,
             project=job.project.name, runs=len(runs),
@@ -160,42 +161,74 @@ class Split:
     untrained_runs: int = 0
 
 
-def difference(job: Job, runs: list[int]) -> Split:
+@dataclass(frozen=True)
+class RunTotals:
+    """One run's samples, reduced: what `difference` needs (costs only grow within a run)."""
+
+    accrued: float
+    last_step: int
+    first_trained_s: float | None  # elapsed at the first sample past step 0
+
+
+def run_totals(job_ids: Any) -> dict[tuple[int, int], RunTotals]:
+    """(job id, run) -> RunTotals for every run of these jobs, in one query."""
+    rows = (
+        JobMetric.objects.filter(job_id__in=job_ids)
+        .values("job_id", "run")
+        .annotate(accrued=Max("cost"), last_step=Max("step"),
+                  first_trained_s=Min("elapsed_s", filter=Q(step__gt=0)))
+    )
+    return {(r["job_id"], r["run"]): RunTotals(r["accrued"], r["last_step"],
+                                                r["first_trained_s"]) for r in rows}
+
+
+def difference(job: Job, runs: list[int],
+               totals: dict[tuple[int, int], RunTotals] | None = None) -> Split:
     """accrued - estimate of these runs, split into start-up, slower than predicted and
     stopped early (they add up). Per run, from its samples: the accrued $ (held time,
     start-up and idle included), the start-up (to the first sample after a mini-batch
     finished: exact from the latest run's summary, else within one report window) and the
-    samples trained."""
+    samples trained. `totals` (from `run_totals`) saves a query per job in a report."""
     if not runs:
         return Split()
+    if totals is None:
+        totals = run_totals([job.pk])
     rate = job.predicted_cost_per_hour / 3600  # $ per second held
     asked = estimated_run_cost(job)
     startup = slower = stopped = 0.0
     untrained = 0
     summary = job.summary or {}
     for run in runs:
-        rows = list(JobMetric.objects.filter(job=job, run=run).order_by("elapsed_s")
-                    .values_list("step", "elapsed_s", "cost"))
-        if not rows:
+        run_total = totals.get((job.pk, run))
+        if run_total is None:
             stopped -= asked  # nothing held, nothing trained
             continue
+        latest = run == job.runs
         # Web runs start at step 0 (a fresh run); the latest run's summary knows for sure.
-        first_step = int(summary.get("start_step") or 0) if run == job.runs else 0
-        accrued = rows[-1][2]
-        trained_steps = rows[-1][0] - first_step
-        began = next((elapsed for step, elapsed, _ in rows if step > first_step), None)
-        if run == job.runs and summary.get("startup_s") is not None:
+        first_step = int(summary.get("start_step") or 0) if latest else 0
+        accrued = run_total.accrued
+        trained_steps = run_total.last_step - first_step
+        began = run_total.first_trained_s
+        if latest and summary.get("startup_s") is not None:
             began = summary["startup_s"]
+        elif first_step:
+            began = _first_past(job, run, first_step)
         if began is None or trained_steps <= 0:
             untrained += 1
             held_startup = accrued  # it held machines and trained nothing
         else:
             held_startup = min(accrued, rate * began)
-        done = (estimated_run_cost(job) * trained_steps / job.steps) if job.steps else 0.0
+        done = (asked * trained_steps / job.steps) if job.steps else 0.0
         startup += held_startup
         slower += accrued - held_startup - done
         stopped += done - asked
     return Split(startup, slower, stopped, untrained)
+
+
+def _first_past(job: Job, run: int, step: int) -> float | None:
+    """Elapsed seconds at the first sample past `step` (a resumed run without a summary)."""
+    return (JobMetric.objects.filter(job=job, run=run, step__gt=step)
+            .aggregate(first=Min("elapsed_s"))["first"])
 
 
 def to_csv(report: Report) -> str:
