@@ -31,7 +31,7 @@
     // The plan's estimate is for its pipeline on the cluster: no yardstick for a
     // data-parallel run on the trainer's clock, so that line is left out there.
     Plotly.react("chart-throughput", [
-      { x: t, y: series.map((s) => s.samples_per_s), name: dp ? "all workers" : "measured", mode: "lines+markers" },
+      { x: t, y: series.map((s) => s.samples_per_s), name: dp ? "all workers" : "measured, per report window", mode: "lines+markers" },
       ...(dp ? [] : [{ x: [0, tEnd], y: [job.predicted_throughput, job.predicted_throughput], name: "plan estimate", mode: "lines", line: { dash: "dash" } }]),
     ], layout(timeAxis, "throughput (samples/s)"), config);
     const withLoss = series.filter((s) => s.loss !== null);
@@ -131,7 +131,8 @@
   if (series.length) {
     const last = series[series.length - 1];
     stages(last.stages);
-    if (field("window")) field("window").textContent = `${last.samples_per_s.toFixed(1)} (last ${fmt(last.window_s, 1)} s${finished ? ", the run's end" : ""})`;
+    // Stored samples keep no window length: only say "the run's end" for them.
+    if (field("window")) field("window").textContent = `${last.samples_per_s.toFixed(1)}${finished ? " (the run's last window)" : ""}`;
   }
   draw();
 
