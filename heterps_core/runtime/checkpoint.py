@@ -94,3 +94,32 @@ def refuse_other_job(root: str | Path, fingerprint: dict[str, Any]) -> None:
                 f"{root} holds checkpoints of another job ({key} was {recorded.get(key)!r}, "
                 f"now {value!r}); use a new checkpoint directory",
             )
+
+
+def checkpoint_due(root: str | Path | None, every: int | None, steps: int, boundary: int) -> bool:
+    """Whether a stage writes its part after mini-batch `boundary`: every `every` and at the
+    last one, when the job has a checkpoint directory."""
+    if root is None:
+        return False
+    return boundary == steps or bool(every and boundary % every == 0)
+
+
+def save_stage(root: str | Path, step: int, rank: int, layers: torch.nn.Module,
+               optimizer: torch.optim.Optimizer | None) -> None:
+    """A stage replica's part: its layers, its dense optimiser and the RNG it draws from."""
+    state = {
+        "layers": layers.state_dict(),
+        "optimizer": optimizer.state_dict() if optimizer else None,
+        "rng": torch.get_rng_state(),
+    }
+    save_part(root, step, rank, state)
+
+
+def load_stage(root: str | Path, step: int, rank: int, layers: torch.nn.Module,
+               optimizer: torch.optim.Optimizer | None) -> None:
+    """Put back what `save_stage` wrote."""
+    state = load_part(root, step, rank)
+    layers.load_state_dict(state["layers"])
+    if optimizer is not None and state["optimizer"] is not None:
+        optimizer.load_state_dict(state["optimizer"])
+    torch.set_rng_state(state["rng"])

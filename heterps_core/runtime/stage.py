@@ -23,7 +23,7 @@ from heterps_core.ps import optim
 from heterps_core.ps.remote import BatchRows
 from heterps_core.runtime import sync
 from heterps_core.runtime.binding import parse_target
-from heterps_core.runtime.checkpoint import load_part, save_part
+from heterps_core.runtime.checkpoint import checkpoint_due, load_stage, save_stage
 from heterps_core.runtime.datasource import held_out, replica_batches
 from heterps_core.runtime.metrics import Clock, Reporter
 from heterps_core.runtime.models import resolve_model
@@ -41,7 +41,7 @@ from heterps_core.runtime.wire import (
     send_raw,
     send_tensor,
 )
-from heterps_core.zoo.base import Batch, ChainModel, Inputs
+from heterps_core.zoo.base import Batch, ChainModel, Inputs, split_inputs
 from heterps_core.zoo.evaluation import metrics_of
 from heterps_core.zoo.tables import tables_on_meta
 
@@ -124,10 +124,11 @@ class StageWorker:
             # the critical path here, on it after the backward pass.
             batch = next(data) if data is not None and more else None
             boundary = (round_ + 1) * k
-            due = self._checkpoint_due(boundary)
-            while len(in_flight) > (0 if due else depth):
+            saving = checkpoint_due(spec.checkpoint_dir, spec.checkpoint_every, spec.train.steps,
+                                    boundary)
+            while len(in_flight) > (0 if saving else depth):
                 self.backward_part(in_flight.popleft())
-            if due:
+            if saving:
                 self._checkpoint(boundary)
         while in_flight:
             self.backward_part(in_flight.popleft())
@@ -158,7 +159,7 @@ class StageWorker:
         labels: list[torch.Tensor] = []
         if batch is not None:
             raw_inputs, raw_labels = batch
-            inputs = _split_inputs(raw_inputs, n_micro, self.device)
+            inputs = split_inputs(raw_inputs, n_micro, self.device)
             if self.client is not None:
                 # One pull of every row the mini-batch reads, before any micro-batch runs.
                 whole = {key: value.to(self.device) for key, value in raw_inputs.items()}
@@ -283,34 +284,14 @@ class StageWorker:
 
     # --- checkpoints -----------------------------------------------------------------------
 
-    def _checkpoint_due(self, boundary: int) -> bool:
-        spec = self.spec
-        if spec.checkpoint_dir is None:
-            return False
-        every = spec.checkpoint_every
-        return boundary == spec.train.steps or bool(every and boundary % every == 0)
-
     def _checkpoint(self, step: int) -> None:
         assert self.spec.checkpoint_dir is not None
-        state = {
-            "layers": self.layers.state_dict(),
-            "optimizer": self.optimizer.state_dict() if self.optimizer else None,
-            "rng": torch.get_rng_state(),
-        }
-        save_part(self.spec.checkpoint_dir, step, self.me.rank, state)
+        save_stage(self.spec.checkpoint_dir, step, self.me.rank, self.layers, self.optimizer)
         if self.client is not None:
             self.client.marker(OP_CHECKPOINT, step)
 
     def _restore(self) -> None:
         assert self.spec.checkpoint_dir is not None
-        state = load_part(self.spec.checkpoint_dir, self.spec.start_step, self.me.rank)
-        self.layers.load_state_dict(state["layers"])
-        if self.optimizer is not None and state["optimizer"] is not None:
-            self.optimizer.load_state_dict(state["optimizer"])
-        torch.set_rng_state(state["rng"])
+        load_stage(self.spec.checkpoint_dir, self.spec.start_step, self.me.rank, self.layers,
+                   self.optimizer)
 
-
-def _split_inputs(inputs: Inputs, parts: int, device: torch.device) -> list[Inputs]:
-    """Micro-batches of a batch-first inputs dict."""
-    split = {key: value.to(device).tensor_split(parts) for key, value in inputs.items()}
-    return [{key: chunks[i] for key, chunks in split.items()} for i in range(parts)]

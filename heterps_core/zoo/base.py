@@ -126,3 +126,9 @@ def chain_of(zoo_model: ZooModel, config: ModelConfig) -> list[LayerSpec]:
     with torch.device("meta"):
         model = zoo_model.build(config)
     return layer_specs(model)
+
+
+def split_inputs(inputs: Inputs, parts: int, device: torch.device) -> list[Inputs]:
+    """Micro-batches of a batch-first inputs dict, on `device`."""
+    split = {key: value.to(device).tensor_split(parts) for key, value in inputs.items()}
+    return [{key: chunks[i] for key, chunks in split.items()} for i in range(parts)]
