@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import dataclass
 
 from celery.worker import WorkController
@@ -28,12 +29,28 @@ class EmbeddedWorker:
     threads: list[threading.Thread]
 
     def stop(self, timeout_s: float = 10.0) -> None:
-        """Stop consuming; wait up to `timeout_s` in all for the running tasks' threads.
-        Running work is told to stop first (`background.services.stop_local_work`)."""
+        """Stop consuming; wait up to `timeout_s` in all, then return regardless.
+        Running work is told to stop first (`background.services.stop_local_work`).
+
+        Stopping happens in a thread of its own because closing a Redis channel reads the
+        answer of the consumer's pending BRPOP, which can block for good (seen in CI on a
+        teardown); the worker threads are daemons, so a stuck close cannot keep the process
+        alive, and shutdown keeps its 10 s promise."""
+        deadline = time.monotonic() + timeout_s
+        stopper = threading.Thread(target=self._stop_controllers, name="celery-stop",
+                                   daemon=True)
+        stopper.start()
+        stopper.join(timeout_s)
+        if stopper.is_alive():
+            log.warning("embedded Celery workers did not stop within %.0f s; leaving them "
+                        "to end with the process", timeout_s)
+            return
+        for thread in self.threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+    def _stop_controllers(self) -> None:
         for controller in self.controllers:
             controller.stop(in_sighandler=False)
-        for thread in self.threads:
-            thread.join(timeout_s / len(self.threads))
 
 
 def start(concurrency: int = 2, queues: tuple[str, ...] = QUEUES) -> EmbeddedWorker:
