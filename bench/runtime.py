@@ -17,22 +17,19 @@ import argparse
 import datetime as dt
 import os
 import platform
-import socket
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import torch
-import torch.distributed as dist
-import torch.multiprocessing as mp
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from heterps_core.costmodel import evaluate  # noqa: E402
 from heterps_core.instance import Instance  # noqa: E402
+from heterps_core.profiler.local import loopback_gbps  # noqa: E402
 from heterps_core.runtime import RunConfig, TrainSettings, launch, sync  # noqa: E402
 from heterps_core.runtime.models import resolve_model  # noqa: E402
 from heterps_core.runtime.reference import train_plain  # noqa: E402
@@ -104,34 +101,10 @@ def _is_table(layer: torch.nn.Module, param_name: str) -> bool:
     return isinstance(module, torch.nn.Embedding | torch.nn.EmbeddingBag) and module.sparse
 
 
-def _ping(rank: int, port: int, floats: int, rounds: int, result: Any) -> None:
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
-    buffer = torch.zeros(floats)
-    times = []
-    for _ in range(rounds + 3):
-        t0 = time.perf_counter()
-        if rank == 0:
-            dist.send(buffer, 1)
-            dist.recv(buffer, 1)
-        else:
-            dist.recv(buffer, 0)
-            dist.send(buffer, 0)
-        times.append(time.perf_counter() - t0)
-    if rank == 0:
-        result.value = sorted(times[3:])[rounds // 2]
-    dist.destroy_process_group()
-
-
 def link_gbps(megabytes: float, rounds: int = 50) -> float:
-    """One-way Gbit/s of a gloo message of this size between two local processes (the
-    median round trip carries it twice): what a stage boundary costs on this machine."""
-    result = mp.get_context("spawn").Value("d", 0.0)
-    with socket.socket() as probe:  # a free port for the pair's rendezvous
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    mp.spawn(_ping, args=(port, max(1, int(megabytes * 1e6 / 4)), rounds, result), nprocs=2)
-    return 2 * megabytes * 1e6 * 8 / result.value / 1e9
+    """What a stage boundary costs on this machine: the profiler's gloo ping-pong between
+    two local processes, one way."""
+    return loopback_gbps(megabytes, rounds)
 
 
 def instance_from(
