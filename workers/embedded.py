@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 
 from celery.worker import WorkController
+from celery.worker import state as worker_state
 
 from workers.app import app
 
@@ -29,28 +30,28 @@ class EmbeddedWorker:
     threads: list[threading.Thread]
 
     def stop(self, timeout_s: float = 10.0) -> None:
-        """Stop consuming; wait up to `timeout_s` in all, then return regardless.
+        """Stop consuming; wait up to `timeout_s` in all for the workers' threads.
         Running work is told to stop first (`background.services.stop_local_work`).
 
-        Stopping happens in a thread of its own because closing a Redis channel reads the
-        answer of the consumer's pending BRPOP, which can block for good (seen in CI on a
-        teardown); the worker threads are daemons, so a stuck close cannot keep the process
-        alive, and shutdown keeps its 10 s promise."""
+        Each worker leaves its loop from its own thread (Celery's shutdown flag, as
+        `celery.contrib.testing` does): calling `WorkController.stop` from this thread would
+        read the consumer's pending Redis BRPOP answer from a second thread, which can block
+        for good (seen in CI). The flag is process-wide, so it is cleared again for workers
+        started later in this process (the tests start one per test)."""
         deadline = time.monotonic() + timeout_s
-        stopper = threading.Thread(target=self._stop_controllers, name="celery-stop",
-                                   daemon=True)
-        stopper.start()
-        stopper.join(timeout_s)
-        if stopper.is_alive():
-            log.warning("embedded Celery workers did not stop within %.0f s; leaving them "
-                        "to end with the process", timeout_s)
-            return
-        for thread in self.threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
-
-    def _stop_controllers(self) -> None:
-        for controller in self.controllers:
-            controller.stop(in_sighandler=False)
+        worker_state.should_stop = 0
+        try:
+            for thread in self.threads:
+                thread.join(max(0.0, deadline - time.monotonic()))
+        finally:
+            worker_state.should_stop = None
+        stuck = [t.name for t in self.threads if t.is_alive()]
+        if stuck:
+            log.warning("embedded Celery workers %s did not stop within %.0f s; they end with "
+                        "the process", ", ".join(stuck), timeout_s)
+            for controller in self.controllers:  # no longer consuming, at least
+                threading.Thread(target=controller.stop, kwargs={"in_sighandler": False},
+                                 daemon=True).start()
 
 
 def start(concurrency: int = 2, queues: tuple[str, ...] = QUEUES) -> EmbeddedWorker:

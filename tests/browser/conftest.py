@@ -59,13 +59,14 @@ def page(browser: Any, request: pytest.FixtureRequest, settings: Any) -> Iterato
     context.close()
 
 
-@pytest.fixture
-def asgi_url(live_server: Any) -> Iterator[str]:
+@pytest.fixture(scope="session")
+def _daphne() -> str:
     """Daphne serving the real ASGI app (HTTP + websockets) from a thread of this process,
-    so it shares the test database and the embedded channel layer with the worker.
-    (`live_server` is requested for its database set-up: it lets other threads in.)"""
+    so it shares the test database and the embedded channel layer with the worker. Started
+    once per session: Twisted's reactor cannot be started again once stopped, so a second
+    test that stopped and restarted it got a half-working server (seen in CI). The thread
+    is a daemon and ends with the process."""
     from daphne.server import Server
-    from twisted.internet import reactor
 
     from webapp.asgi import application
 
@@ -74,8 +75,7 @@ def asgi_url(live_server: Any) -> Iterator[str]:
         port = probe.getsockname()[1]
     server = Server(application, endpoints=[f"tcp:port={port}:interface=127.0.0.1"],
                     signal_handlers=False, verbosity=0)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
+    threading.Thread(target=server.run, daemon=True, name="daphne").start()
     deadline = time.monotonic() + 20
     while True:
         try:
@@ -84,9 +84,14 @@ def asgi_url(live_server: Any) -> Iterator[str]:
         except OSError:
             assert time.monotonic() < deadline, "daphne did not start"
             time.sleep(0.1)
-    yield f"http://127.0.0.1:{port}"
-    reactor.callFromThread(reactor.stop)
-    thread.join(10)
+    return f"http://127.0.0.1:{port}"
+
+
+@pytest.fixture
+def asgi_url(live_server: Any, _daphne: str) -> str:
+    """The session's Daphne. (`live_server` is requested for its database set-up: it lets
+    other threads in.)"""
+    return _daphne
 
 
 @pytest.fixture
