@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from heterps_core.costmodel import evaluate  # noqa: E402
 from heterps_core.instance import Instance  # noqa: E402
-from heterps_core.profiler.local import loopback_gbps  # noqa: E402
+from heterps_core.profiler.local import loopback_gbps, runtime_step_seconds  # noqa: E402
 from heterps_core.runtime import RunConfig, TrainSettings, launch, sync  # noqa: E402
 from heterps_core.runtime.models import resolve_model  # noqa: E402
 from heterps_core.runtime.reference import train_plain  # noqa: E402
@@ -48,37 +48,11 @@ class LayerProfile:
 def profile(train: TrainSettings, repeats: int) -> list[LayerProfile]:
     """Per-layer forward + backward + SGD update seconds per batch, one thread (layer 0
     also pays for producing the batch)."""
-    torch.set_num_threads(1)
+    seconds, outputs_mb = runtime_step_seconds(
+        train.model, train.size, train.batch_size, threads=1, repeats=repeats,
+        seed=train.seed, lr=train.lr)
     zoo = resolve_model(train.model)
-    config = zoo.config(train.size)
-    model = zoo.build(config, seed=train.seed)
-    batches = zoo.batches(config, train.batch_size, seed=train.seed)
-    layers = list(model.layers)
-    times: list[list[float]] = [[] for _ in layers]
-    outputs_mb = [0.0] * len(layers)
-    for _ in range(repeats + 2):  # two warm-up batches
-        t_data = time.perf_counter()
-        inputs, labels = next(batches)
-        # Reading (here: generating) the batch is the first stage's work, as in HeterPS.
-        data_s = time.perf_counter() - t_data
-        x: object = inputs
-        for i, layer in enumerate(layers):
-            if isinstance(x, torch.Tensor):
-                x = x.detach().requires_grad_(True)
-            params = list(layer.parameters())
-            optimizer = torch.optim.SGD(params, lr=train.lr) if params else None
-            t0 = time.perf_counter()
-            y = layer(x)
-            if i == len(layers) - 1:
-                model.loss(y, labels).backward()
-            else:
-                y.backward(torch.ones_like(y) / y.numel())
-            if optimizer is not None:
-                optimizer.step()
-                optimizer.zero_grad(set_to_none=True)
-            times[i].append(time.perf_counter() - t0 + (data_s if i == 0 else 0.0))
-            outputs_mb[i] = y.numel() * y.element_size() / 1e6
-            x = y
+    layers = list(zoo.build(zoo.config(train.size), seed=train.seed).layers)
     result = []
     for i, layer in enumerate(layers):
         dense = sum(p.numel() * 4 for n, p in layer.named_parameters() if not _is_table(layer, n))
@@ -87,7 +61,7 @@ def profile(train: TrainSettings, repeats: int) -> list[LayerProfile]:
             LayerProfile(
                 name=layer.layer_name,
                 kind=layer.kind,
-                seconds=min(times[i][2:]),
+                seconds=seconds[i],
                 output_mb=outputs_mb[i],
                 sync_mb=dense / 1e6,
                 memory_gb=total / 1e9,
