@@ -94,7 +94,7 @@ def test_budget_returns_best_plan_with_certified_gap() -> None:
     assert again.cost_per_hour == rushed.cost_per_hour
 
 
-def test_integer_programme_out_of_time_is_optimal_or_labelled(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_integer_programme_is_optimal_or_labelled(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(exact_module, "MAX_DP_WORK", -1)
     inst = stress_instance(0, 64, 8)
     optimum = exact_plan(inst)
