@@ -76,7 +76,14 @@ def frontier(
             raise InstanceError(f"targets[{i}]", f"must be a positive number, got {target!r}")
     plans = []
     for i, target in enumerate(sorted(targets)):
-        plans.append(exact_plan(instance.with_target(float(target))).with_scheduler("exact"))
+        # The solve reports into this target's share of the bar; the report is also how a
+        # cancel reaches the DP loops (the callback raises), so one huge target can stop.
+        def inner(p: Progress, i: int = i, target: float = target) -> None:
+            progress(Progress(i * 1000 + round(1000 * p.fraction), len(targets) * 1000,
+                              f"target {target:g} samples/s: {p.message}", p.metrics))
+
+        plans.append(exact_plan(instance.with_target(float(target)), progress=inner)
+                     .with_scheduler("exact"))
         progress(Progress(i + 1, len(targets), f"target {target:g} samples/s"))
     return mark_dominated(sorted(targets), plans)
 

@@ -7,6 +7,8 @@ Values are (cost, min throughput) compared lexicographically like the objective.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from heterps_core.costmodel import REL_TOL
@@ -15,11 +17,17 @@ from heterps_core.schedulers.stagetable import StageTable
 Run = tuple[int, int, str]  # (first layer, last layer, resource)
 
 
-def uncapped_optimum(table: StageTable, banned: frozenset[str] = frozenset()) -> list[Run] | None:
+def uncapped_optimum(
+    table: StageTable,
+    banned: frozenset[str] = frozenset(),
+    progress: Callable[[int, int], None] | None = None,
+) -> list[Run] | None:
     """The DP. Values are (cost, min throughput) compared as the objective does.
 
     One step per last layer j, vectorised over the resources: the stage costs of every first
     layer i <= j on every resource are one contiguous block of `table.cost_packed`.
+    `progress(layers done, layers)` is called every 2% of the layers; it may raise to stop
+    the DP (a cancelled job's callback does).
     """
     n, names = table.n_layers, table.resources
     n_res = len(names)
@@ -34,7 +42,10 @@ def uncapped_optimum(table: StageTable, banned: frozenset[str] = frozenset()) ->
     best_cost = np.full(n_res, np.inf)
     best_thr = np.zeros(n_res)
     rows = np.arange(n_res)
+    every = max(1, n // 50)
     for j in range(n):
+        if progress is not None and j % every == 0:
+            progress(j, n)
         cols = table.ending_at(j)
         cost = table.cost_packed[:, cols] + excl_cost[: j + 1].T
         cost[ban] = np.inf

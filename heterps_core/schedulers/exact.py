@@ -75,8 +75,12 @@ def exact_plan(
     report = _forward_only(progress or (lambda _: None))
     report(Progress(0, 1, "pricing every candidate stage"))
     table = table or StageTable(instance)
-    report(Progress(0, 1, "dynamic programme over (prefix, last resource)"))
-    runs = uncapped_optimum(table)
+    message = "dynamic programme over (prefix, last resource)"
+    report(Progress(0, 1, message))
+    # Every loop below reports as it goes: the report is also the cancellation hook (a
+    # cancelled job's callback raises WorkCancelled), so a huge instance stops mid-DP.
+    runs = uncapped_optimum(table, progress=lambda done, total: report(
+        Progress(done, total, message)))
     if runs is None:
         return infeasible_plan("exact", uncovered_reason(table))
     plan = evaluate(instance, _assignment(runs, table.n_layers), "exact", costs=table.costs)
@@ -132,13 +136,17 @@ def _tighten(
     only (cheap); its cost lowers the upper bound, so the exact DP keeps fewer stages.
     Returns the resources the searches found binding (the exact DP tracks them from the
     start)."""
+
+    def dp_progress(done: int, total: int) -> None:
+        report(_bound_progress(bounds, done, total, "searching the most promising stages"))
+
     for fraction in (0.05, 0.25):
         if bounds.gap <= 1e-3:
             break
         keep = bounds.promising(fraction)
         while dp_work(table, capped, keep) <= MAX_DP_WORK / 10:
             try:
-                runs = capped_dp(table, capped, keep, deadline)
+                runs = capped_dp(table, capped, keep, deadline, dp_progress)
             except BudgetReached:
                 return capped
             if runs is None:
