@@ -21,6 +21,7 @@ from torch.fx.passes.shape_prop import ShapeProp
 
 from heterps_core.errors import HeterPSError
 from heterps_core.zoo.base import Batch, ChainLayer, ChainModel, Inputs, ModelConfig, ZooModel
+from heterps_core.zoo.data import batch_seed
 
 WHAT_TO_DO = (
     "make forward() a straight sequence of submodules (e.g. nn.Sequential) whose boundaries "
@@ -153,7 +154,7 @@ class FactoryModel(ZooModel):
         step = 0
         while True:
             inputs = parse_example_input(self.example_input, module, batch_size,
-                                         seed=seed * 1_000_003 + step)
+                                         seed=batch_seed(seed, step))
             labels = torch.randint(0, 2, (batch_size,), generator=gen).float()
             yield inputs, labels
             step += 1

@@ -1,3 +1,6 @@
+import math
+from typing import Any
+
 import pytest
 import torch
 from torch import nn
@@ -113,3 +116,46 @@ def test_factories_are_checked():
         load_factory("torch.nn:Nope")
     with pytest.raises(ModelImportError, match=r"must be \(or return\) a torch\.nn\.Module"):
         load_factory("math:pi")
+
+
+TABULAR = "heterps_core.zoo.examples.tabular:tabular_ctr"
+
+
+def _factory_plan(n_layers: int, split: int) -> Any:
+    """A plan of the real cost model: layers before `split` on `a`, the rest on `b`."""
+    from heterps_core.costmodel import evaluate
+    from heterps_core.instance import Instance
+
+    names = ["a", "b"]
+    instance = Instance.from_dict({
+        "version": 1, "batch_size": 32, "throughput_target": 10.0,
+        "resources": [{"name": n, "kind": "cpu", "price_per_hour": 1.0 + i, "count": 2,
+                       "memory_gb": 16, "network_gbps": 10} for i, n in enumerate(names)],
+        "layers": [{"name": f"l{i}", "kind": "dense", "compute_s": {n: 0.001 for n in names},
+                    "output_mb": 0.01, "sync_mb": 0.01, "memory_gb": 0.01,
+                    "shardable": False}
+                   for i in range(n_layers)],
+    })
+    plan = evaluate(instance, ["a" if i < split else "b" for i in range(n_layers)])
+    assert plan.feasible, plan.reason
+    return plan
+
+
+@pytest.mark.slow
+def test_a_factory_model_trains_in_the_runtime_from_its_seeded_stream() -> None:
+    """The web's own-model path end to end on real processes: the stage draws its
+    mini-batches from a 63-bit per-batch seed (a seed torch's generator must accept)."""
+    from heterps_core.runtime.launcher import RunConfig, launch
+    from heterps_core.runtime.spec import TrainSettings
+    from heterps_core.zoo.imported import FactoryModel
+
+    model = FactoryModel(TABULAR)
+    n_layers = len(model.build(model.config()).layers)
+    assert n_layers >= 2
+    result = launch(RunConfig(
+        plan=_factory_plan(n_layers, 1),
+        train=TrainSettings(model=TABULAR, size="small", steps=6, batch_size=32, seed=5,
+                            lr=0.05, micro_batches=2, sync="bsp"),
+    ))
+    assert len(result.losses) == 6
+    assert all(math.isfinite(loss) for loss in result.losses)
