@@ -10,9 +10,14 @@ protocol is written down once:
 | `error/RANK` | worker | its exception text |
 | `stats/RANK` | worker | at its end: peak resident bytes (a server shard: rows held) |
 | `exit/RANK` | agent | the exit code of a rank it ran |
+| `beat/RANK` | worker | a counter its heartbeat thread advances (runtime/liveness.py) |
+| `where/RANK` | worker | `{"pid", "host"}` of the process, for error messages |
 | `control/stop` | launcher | set once: every process stops |
+| `control/drain` | launcher, agent | why the job must stop early (a SIGTERM: a spot notice) |
+| `control/stop_at` | launcher | the step at which every stage checkpoints and ends |
 | `agents/joined`, `agents/I` | agent | a counter; `{"name", "provides"}` of agent I |
 | `agents/I/ranks` | launcher | the ranks agent I runs (JSON list) |
+| `agents/I/beat`, `agents/I/done` | agent | its heartbeat counter; set once its ranks ended |
 | `pg/...` | torch.distributed | the process group's own keys (`PREFIX_PG`) |
 """
 
@@ -29,6 +34,8 @@ PREFIX_PG = "pg"
 
 SPEC = "job/spec"
 STOP = "control/stop"
+DRAIN = "control/drain"
+STOP_AT = "control/stop_at"
 AGENTS_JOINED = "agents/joined"
 
 
@@ -50,6 +57,22 @@ def stats(rank: int) -> str:
 
 def exit_code(rank: int) -> str:
     return f"exit/{rank}"
+
+
+def beat(rank: int) -> str:
+    return f"beat/{rank}"
+
+
+def where(rank: int) -> str:
+    return f"where/{rank}"
+
+
+def agent_beat(index: int) -> str:
+    return f"agents/{index}/beat"
+
+
+def agent_done(index: int) -> str:
+    return f"agents/{index}/done"
 
 
 def agent(index: int) -> str:

@@ -79,11 +79,12 @@ def serving(resource_types: Sequence[str], timeout_s: float = 1.0,
 
 
 def remote_units(spec: JobSpec) -> dict[str, int]:
-    """{resource type: stage processes} of the ranks a job's binding sends to agents."""
+    """{resource type: processes} of the ranks a job's binding sends to agents (stage
+    replicas, and parameter-server shards whose planned resource is bound to remote)."""
     units: dict[str, int] = {}
     for rank in spec.ranks:
-        if rank.role == "stage" and rank.target.startswith("remote"):
-            resource = spec.stages[rank.stage].resource
+        if rank.target.startswith("remote"):
+            resource = rank.resource or spec.stages[rank.stage].resource
             units[resource] = units.get(resource, 0) + 1
     return units
 

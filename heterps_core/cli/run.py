@@ -87,7 +87,11 @@ class RunCommand(Command):
             "--ps-shards", type=int,
             help="parameter-server processes (default: the plan's shards, else 1)",
         )
-        parser.add_argument("--checkpoint-dir", help="write checkpoints here")
+        parser.add_argument(
+            "--checkpoint-dir",
+            help="write checkpoints here: a path every machine reaches, or an fsspec URI "
+            "(s3://bucket/run, ...); SIGTERM writes a final one before exit",
+        )
         parser.add_argument("--checkpoint-every", type=int, help="steps between checkpoints")
         parser.add_argument(
             "--resume", action="store_true", help="continue from the last checkpoint"

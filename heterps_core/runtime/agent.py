@@ -9,20 +9,27 @@ Contract (docs/operations.md; keys in heterps_core.rendezvous): the agent regist
 `agents/I` = {"name", "provides"} in the store, waits for `agents/I/ranks` (a JSON list,
 possibly empty; written by `assign`), starts one worker process per rank, writes
 `exit/RANK` = exit code as each ends (read by `exit_of`), and kills its processes when the
-launcher sets `control/stop` or the store goes away. One agent serves one job.
+launcher sets `control/stop` or the store goes away. It advances `agents/I/beat` every
+0.5 s and sets `agents/I/done` when it ends on purpose, so the launcher tells a lost
+machine from a finished one (runtime/liveness.py). SIGTERM (a spot notice) sets
+`control/drain`: the launcher has every stage checkpoint and end, and the agent exits once
+its processes have. One agent serves one job.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 
 import torch.distributed as dist
@@ -31,6 +38,7 @@ from heterps_core import processes
 from heterps_core import rendezvous as keys
 from heterps_core.errors import HeterPSError
 from heterps_core.runtime.binding import parse_binding
+from heterps_core.runtime.liveness import BEAT_S
 from heterps_core.runtime.spec import JobSpec, RankSpec
 
 POLL_S = 0.05
@@ -44,6 +52,11 @@ def is_remote(rank: RankSpec) -> bool:
     return rank.target.startswith("remote")
 
 
+def resource_of(spec: JobSpec, rank: RankSpec) -> str:
+    """The resource type a rank runs on (a spec from before ranks named theirs: the stage's)."""
+    return rank.resource or (spec.stages[rank.stage].resource if rank.role == "stage" else "")
+
+
 def assign(store: dist.Store, spec: JobSpec, remote: Sequence[RankSpec]) -> bool:
     """Once agents cover every remote resource type, give each its ranks (round-robin)."""
     joined = int(store.add(keys.AGENTS_JOINED, 0))
@@ -54,16 +67,36 @@ def assign(store: dist.Store, spec: JobSpec, remote: Sequence[RankSpec]) -> bool
     for i, agent in enumerate(agents):
         for resource in agent["provides"]:
             by_type.setdefault(resource, []).append(i)
-    needed = {spec.stages[r.stage].resource for r in remote}
+    needed = {resource_of(spec, r) for r in remote}
     if not needed <= by_type.keys():
         return False
     plan: dict[int, list[int]] = {i: [] for i in range(len(agents))}
-    for n, rank in enumerate(remote):
-        hosts = by_type[spec.stages[rank.stage].resource]
+    handed: dict[str, int] = {}  # per type, so each type's ranks spread over its agents
+    for rank in remote:
+        resource = resource_of(spec, rank)
+        hosts = by_type[resource]
+        n = handed[resource] = handed.get(resource, -1) + 1
         plan[hosts[n % len(hosts)]].append(rank.rank)
     for i, ranks in plan.items():
         store.set(keys.agent_ranks(i), json.dumps(ranks))
     return True
+
+
+@dataclass(frozen=True)
+class AgentInfo:
+    index: int
+    name: str
+    ranks: tuple[int, ...]
+
+
+def assigned(store: dist.Store) -> list[AgentInfo]:
+    """The agents that joined and were handed their ranks (after `assign`)."""
+    out = []
+    for i in range(int(store.add(keys.AGENTS_JOINED, 0))):
+        if store.check([keys.agent(i), keys.agent_ranks(i)]):
+            name = json.loads(store.get(keys.agent(i)))["name"]
+            out.append(AgentInfo(i, name, tuple(json.loads(store.get(keys.agent_ranks(i))))))
+    return out
 
 
 def exit_of(store: dist.Store, rank: int) -> int | None:
@@ -101,41 +134,59 @@ def run_agent(
     named = {item.partition("=")[0].strip() for item in (bind or "").split(",")}
     store = join(coordinator, join_timeout_s)
     index = int(store.add(keys.AGENTS_JOINED, 1)) - 1
-    store.set(
-        keys.agent(index),
-        json.dumps(
-            {
-                "name": name or f"{socket.gethostname()}-{os.getpid()}",
-                "provides": list(provides),
-            }
-        ),
-    )
+    name = name or f"{socket.gethostname()}-{os.getpid()}"
+    store.set(keys.agent(index), json.dumps({"name": name, "provides": list(provides)}))
     key = keys.agent_ranks(index)
     deadline = time.monotonic() + join_timeout_s
+    beat = _Beat(store, index)
     while not store.check([key]):
         if store.check([keys.STOP]) or (stop and stop.is_set()) or time.monotonic() > deadline:
-            return 0
+            return _done(store, index, 0)
+        beat.tick()
         time.sleep(POLL_S)
     ranks: list[int] = json.loads(store.get(key))
     if not ranks:
-        return 0
+        return _done(store, index, 0)
     spec = JobSpec.from_json(store.get(keys.SPEC).decode())
     env = processes.child_env(loopback=host in ("127.0.0.1", "localhost"))
     procs = {}
     for rank in ranks:
-        resource = spec.stages[spec.ranks[rank].stage].resource
+        resource = resource_of(spec, spec.ranks[rank])
         # Without a local binding the worker follows the job's target (remote -> cpu,
         # remote:cuda -> cuda:0), so both ends of every link agree on its device.
         device = ["--device", str(targets[resource])] if resource in named else []
         args = ["--store", coordinator, "--rank", str(rank), *device]
         procs[rank] = processes.spawn(WORKER_MODULE, args, env)
-    return _supervise(store, procs, stop)
+    return _done(store, index, _supervise(store, procs, stop, beat, name))
+
+
+class _Beat:
+    """The agent's heartbeat (runtime/liveness.py), advanced from its supervision loop."""
+
+    def __init__(self, store: dist.TCPStore, index: int) -> None:
+        self.store = store
+        self.key = keys.agent_beat(index)
+        self.last = 0.0
+
+    def tick(self) -> None:
+        if time.monotonic() - self.last >= BEAT_S:
+            self.store.add(self.key, 1)
+            self.last = time.monotonic()
+
+
+def _done(store: dist.TCPStore, index: int, code: int) -> int:
+    """Say this agent ended on purpose (its heartbeat stops next), then return `code`."""
+    with contextlib.suppress(RuntimeError, OSError):  # the coordinator may be gone
+        store.set(keys.agent_done(index), str(code))
+    return code
 
 
 def _supervise(
-    store: dist.TCPStore, procs: dict[int, subprocess.Popen[bytes]], stop: threading.Event | None
+    store: dist.TCPStore, procs: dict[int, subprocess.Popen[bytes]],
+    stop: threading.Event | None, beat: _Beat, name: str,
 ) -> int:
     codes: dict[int, int] = {}
+    drained = False
     try:
         while len(codes) < len(procs):
             for rank, proc in procs.items():
@@ -144,12 +195,22 @@ def _supervise(
                     store.set(keys.exit_code(rank), str(code))
             if store.check([keys.STOP]) or (stop and stop.is_set()):
                 break
+            if _terminated.is_set() and not drained:
+                # A spot notice: ask the launcher for a final checkpoint; the processes
+                # keep running until they have written it and ended.
+                store.set(keys.DRAIN, f"machine {name} got SIGTERM")
+                drained = True
+            beat.tick()
             time.sleep(POLL_S)
     except (RuntimeError, OSError):
         pass  # the coordinator is gone: nothing to report to, stop the job's processes
     finally:
         processes.stop_all(procs.values())
     return 0 if all(proc.returncode == 0 for proc in procs.values()) else 1
+
+
+# Set by the SIGTERM handler `main` installs (a machine's spot notice).
+_terminated = threading.Event()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -161,6 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--join-timeout", type=float, default=60.0)
     args = parser.parse_args(argv)
     provides = [p.strip() for p in args.provides.split(",") if p.strip()]
+    # A spot notice (SIGTERM) drains the job: a final checkpoint, then every process ends.
+    signal.signal(signal.SIGTERM, lambda *_: _terminated.set())
     try:
         return run_agent(args.coordinator, provides, args.name, args.bind, args.join_timeout)
     except HeterPSError as exc:

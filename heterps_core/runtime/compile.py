@@ -18,7 +18,7 @@ import torch
 
 from heterps_core.plan import Plan
 from heterps_core.ps import optim
-from heterps_core.runtime import checkpoint, sync
+from heterps_core.runtime import checkpoint, liveness, sync
 from heterps_core.runtime.binding import Target
 from heterps_core.runtime.datasource import check_data
 from heterps_core.runtime.errors import RunConfigError
@@ -51,6 +51,10 @@ class RunConfig:
     host: str = LOCAL_HOST  # where agents reach the store; 0.0.0.0 to accept other machines
     port: int = 0
     agent_timeout_s: float = 60.0
+    # Liveness (runtime/liveness.py): a job process without a heartbeat for watchdog_s is
+    # named as stopped; a machine (agent) without one for heartbeat_timeout_s as lost.
+    watchdog_s: float = liveness.WATCHDOG_S
+    heartbeat_timeout_s: float = liveness.AGENT_TIMEOUT_S
     report_interval_s: float = 0.5
     log_dir: str | None = None
 
@@ -76,13 +80,22 @@ def whole_steps(units: Sequence[int], about: int = STEPS_ABOUT) -> int:
     return rounds * math.ceil(about / rounds)
 
 
-def _server_target(config: RunConfig) -> str:
-    """Where a v2 plan puts its parameter-server shards: its resource's (CPU) target."""
+def _server_placement(config: RunConfig) -> tuple[str, str]:
+    """(target, resource) of the parameter-server shards: where a v2 plan puts them.
+
+    A server resource bound to `remote` (or `remote:cuda`) sends the shards to agents of
+    that type, like stages; one bound to a local CPU target runs them here with its
+    threads; no placement (v1 plans) or a GPU binding: one local CPU thread (shards are
+    CPU processes)."""
     server = config.plan.parameter_server
-    target = config.binding.get(server.resource) if server is not None else None
-    if target is None or target.is_cuda or target.is_remote:
-        return "cpu"  # shards are CPU processes started here
-    return str(target)
+    if server is None:
+        return "cpu", ""
+    target = config.binding.get(server.resource)
+    if target is None or target.is_cuda:
+        return "cpu", server.resource
+    if target.is_remote:
+        return "remote", server.resource  # a shard is a CPU process wherever it runs
+    return str(target), server.resource
 
 
 def compile_run(config: RunConfig) -> JobSpec:
@@ -98,7 +111,7 @@ def compile_run(config: RunConfig) -> JobSpec:
     if config.ps_shards < 1:
         raise RunConfigError("ps_shards", f"must be at least 1, got {config.ps_shards}")
     binding = checked_binding(config.binding, stages)
-    ranks = layout(stages, binding, config.ps_shards, _server_target(config))
+    ranks = layout(stages, binding, config.ps_shards, *_server_placement(config))
     if not sparse_tables(model):
         ranks = tuple(r for r in ranks if r.role != "ps")
     spec = JobSpec(
@@ -227,10 +240,11 @@ def _start_step(spec: JobSpec, config: RunConfig) -> int:
         if config.resume:
             raise RunConfigError("resume", "needs a checkpoint directory")
         return 0
+    checkpoint.check_location(config.checkpoint_dir)
     checkpoint.refuse_other_job(config.checkpoint_dir, fingerprint(spec))
     if not config.resume:
         return 0
-    start = checkpoint.latest_complete(config.checkpoint_dir, spec.world_size) or 0
+    start = checkpoint.resume_step(config.checkpoint_dir, spec.world_size)
     if start >= spec.train.steps:
         raise RunConfigError("steps", f"the checkpoint is already at step {start}; ask for more")
     return start

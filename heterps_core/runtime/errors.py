@@ -26,3 +26,17 @@ class RunCancelled(HeterPSError):
         self.step = step
         self.checkpoint_step = checkpoint_step
         self.pids = pids
+
+
+class RunPreempted(HeterPSError):
+    """The job was drained (a SIGTERM: a spot notice): every process checkpointed at `step`
+    and ended; `--resume` continues from there."""
+
+    def __init__(self, step: int, checkpoint_step: int | None, reason: str,
+                 pids: tuple[int, ...] = ()) -> None:
+        saved = (f"complete checkpoint at step {checkpoint_step}; resume to continue"
+                 if checkpoint_step else "no complete checkpoint")
+        super().__init__(f"run stopped early at step {step} ({reason}): {saved}")
+        self.step = step
+        self.checkpoint_step = checkpoint_step
+        self.pids = pids

@@ -12,9 +12,13 @@ store's metric chunks, the cancel hook and the agents' exit reports every few mi
 from __future__ import annotations
 
 import json
+import math
+import signal
 import subprocess
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -25,16 +29,21 @@ from heterps_core import processes
 from heterps_core import rendezvous as keys
 from heterps_core.plan import Plan
 from heterps_core.processes import CancelHook
-from heterps_core.runtime import agent, checkpoint
+from heterps_core.runtime import agent, checkpoint, liveness
 from heterps_core.runtime.binding import parse_target
 from heterps_core.runtime.compile import ALL_INTERFACES, RunConfig, binding_text, compile_run
 from heterps_core.runtime.compile import fingerprint as job_fingerprint
-from heterps_core.runtime.errors import RunCancelled, RunError
+from heterps_core.runtime.errors import RunCancelled, RunError, RunPreempted
+from heterps_core.runtime.liveness import Watchdog
 from heterps_core.runtime.metrics import Collector, MetricsSample, MetricsSink, no_metrics
 from heterps_core.runtime.spec import RankSpec
 
 POLL_S = 0.02
 FINAL_LOSS_STEPS = 10  # a run's loss is the mean of its last this many mini-batches
+# A drain's step is this far ahead of the last finished mini-batch (and at least this many
+# rounds): every stage must learn it before it gets there.
+DRAIN_LEAD_S = 3.0
+DRAIN_ROUNDS = 4
 __all__ = ["CancelHook", "Launcher", "RunConfig", "RunResult", "launch"]
 
 
@@ -82,6 +91,10 @@ class Launcher:
         self._store: dist.TCPStore | None = None
         self.log_dir = Path(config.log_dir) if config.log_dir else Path()  # made by start()
         self.address = ""
+        self._agents: list[agent.AgentInfo] = []
+        self._watchdog: Watchdog  # made by start(), with the store
+        self._drain_reason: str | None = None
+        self._stop_at: int | None = None
 
     @property
     def pids(self) -> dict[int, int]:
@@ -92,6 +105,7 @@ class Launcher:
         if self.spec.checkpoint_dir is not None:
             checkpoint.check_job(self.spec.checkpoint_dir, job_fingerprint(self.spec))
         self._store = keys.serve(cfg.host, cfg.port)
+        self._watchdog = Watchdog(self._store)
         host = "127.0.0.1" if cfg.host in (ALL_INTERFACES, "") else cfg.host
         self.address = f"{host}:{self._store.port}"
         self._store.set(keys.SPEC, self.spec.to_json())
@@ -129,13 +143,16 @@ class Launcher:
         remote = [r for r in spec.ranks if agent.is_remote(r)]
         assigned = not remote
         deadline = time.monotonic() + self.config.agent_timeout_s
-        last_emit = time.monotonic()
+        last_emit = last_watch = time.monotonic()
+        restore = self._on_sigterm()
         try:
             while len(self._exited) < spec.world_size:
                 if not assigned:
                     assigned = agent.assign(store, spec, remote)
+                    if assigned:
+                        self._agents = agent.assigned(store)
                     if not assigned and time.monotonic() > deadline:
-                        needed = sorted({spec.stages[r.stage].resource for r in remote})
+                        needed = sorted({agent.resource_of(spec, r) for r in remote})
                         raise RunError(
                             f"no worker agent for {', '.join(needed)} joined within "
                             f"{self.config.agent_timeout_s:g} s (coordinator {self.address})",
@@ -145,6 +162,10 @@ class Launcher:
                 collector.poll()
                 if processes.cancelled(self._cancel):
                     raise RunCancelled(collector.step, self._checkpoint_step(), self._pid_tuple())
+                self._drain(collector)
+                if time.monotonic() - last_watch >= liveness.BEAT_S:
+                    self._watch(training=collector.step > 0)
+                    last_watch = time.monotonic()
                 if time.monotonic() - last_emit >= self.config.report_interval_s:
                     collector.emit()
                     last_emit = time.monotonic()
@@ -153,8 +174,111 @@ class Launcher:
             collector.poll()
             final = collector.emit(final=True)
         finally:
+            restore()
             self._stop_all()
-        return self._result(collector, final)
+        result = self._result(collector, final)
+        if self._stop_at is not None:
+            raise RunPreempted(self._stop_at, result.checkpoint_step, self._drain_reason or "",
+                               self._pid_tuple())
+        return result
+
+    # --- a spot notice: drain to a final checkpoint ------------------------------------------
+
+    def request_drain(self, reason: str) -> None:
+        """Have every stage checkpoint at a common step soon and end (safe in a signal handler)."""
+        self._drain_reason = self._drain_reason or reason
+
+    def _on_sigterm(self) -> Callable[[], None]:
+        """In the main thread (the CLI), SIGTERM drains the job; returns the undo."""
+        if threading.current_thread() is not threading.main_thread():
+            return lambda: None
+        previous = signal.signal(
+            signal.SIGTERM, lambda *_: self.request_drain("the coordinator got SIGTERM")
+        )
+
+        def restore() -> None:
+            signal.signal(signal.SIGTERM, previous)
+
+        return restore
+
+    def _drain(self, collector: Collector) -> None:
+        assert self._store is not None
+        if self._stop_at is not None:
+            return
+        if self._drain_reason is None and self._store.check([keys.DRAIN]):
+            self._drain_reason = self._store.get(keys.DRAIN).decode()
+        if self._drain_reason is None:
+            return
+        spec = self.spec
+        # Far enough ahead that every stage reads it (their heartbeat threads poll every
+        # BEAT_S) before reaching it, even the first stage, which runs ahead of the metrics.
+        rate = (collector.steady_throughput() or 0.0) / spec.train.batch_size
+        lead = max(DRAIN_ROUNDS * spec.round_steps, math.ceil(rate * DRAIN_LEAD_S))
+        rounds = spec.round_steps
+        stop_at = rounds * math.ceil((collector.step + lead) / rounds)
+        self._stop_at = min(stop_at, spec.train.steps)
+        self._store.set(keys.STOP_AT, str(self._stop_at))
+
+    # --- liveness: heartbeats of agents and processes ----------------------------------------
+
+    def _watch(self, training: bool) -> None:
+        """Fail the run naming a lost machine or a process that stopped (runtime/liveness.py).
+
+        Processes are watched once training runs: start-up (imports, the process group's
+        connections) may hold a process's interpreter longer than the watchdog allows."""
+        assert self._store is not None
+        for info in self._agents:
+            age = self._agent_age(info)
+            if age is not None and age > self.config.heartbeat_timeout_s:
+                self._stop_all()
+                raise RunError(self._lost_text(info, age), self._pid_tuple())
+        for rank in self.spec.ranks:
+            if rank.rank in self._exited or not training:
+                continue
+            age = self._watchdog.age(keys.beat(rank.rank))
+            if age is not None and age > self.config.watchdog_s:
+                where = liveness.where_text(self._store, rank.rank)
+                self._stop_all()
+                message = (
+                    f"{rank.describe()}{f' ({where})' if where else ''} stopped making "
+                    f"progress: no heartbeat for {age:.1f} s (the process is stopped or "
+                    f"frozen; the others were waiting on it)"
+                )
+                raise RunError(message + self._checkpoint_text(), self._pid_tuple())
+
+    def _agent_age(self, info: agent.AgentInfo) -> float | None:
+        """Seconds since the agent's last heartbeat; None when it ended on purpose."""
+        assert self._store is not None
+        if self._store.check([keys.agent_done(info.index)]):
+            return None
+        return self._watchdog.age(keys.agent_beat(info.index))
+
+    def _lost_agents(self, since: float) -> list[tuple[agent.AgentInfo, float]]:
+        """Agents whose heartbeat stopped: each proves alive (beats after `since`, or says it
+        is done) or stays silent past the heartbeat timeout."""
+        pending = {info.index: info for info in self._agents}
+        lost = []
+        deadline = time.monotonic() + self.config.heartbeat_timeout_s + 1.0
+        while pending and time.monotonic() < deadline:
+            for index, info in list(pending.items()):
+                age = self._agent_age(info)
+                key = keys.agent_beat(index)
+                if age is None or self._watchdog.moved_since(key, since):
+                    del pending[index]
+                elif age > self.config.heartbeat_timeout_s:
+                    lost.append((info, age))
+                    del pending[index]
+            time.sleep(POLL_S)
+        return lost
+
+    def _lost_text(self, info: agent.AgentInfo, age: float) -> str:
+        ran = ", ".join(self.spec.ranks[r].describe() for r in info.ranks) or "no process"
+        return (f"machine {info.name} (agent {info.index}) was lost: no heartbeat for "
+                f"{age:.1f} s; it ran {ran}" + self._checkpoint_text())
+
+    def _checkpoint_text(self) -> str:
+        step = self._checkpoint_step()
+        return f"; last complete checkpoint: step {step}" if step else ""
 
     def _check_exits(self) -> None:
         assert self._store is not None
@@ -174,9 +298,19 @@ class Launcher:
 
     def _fail(self, failed: list[int]) -> None:
         # Peers of a dead process fail soon after it with connection errors: wait a moment,
-        # then blame a process killed by a signal, or else the first one seen.
+        # then blame a lost machine (its processes died with it and report nothing), a
+        # process killed by a signal, or else the first one seen.
+        noticed = time.monotonic()
         time.sleep(0.2)
+        lost = self._lost_agents(noticed) if self._agents else []
         self._stop_all()
+        if lost:
+            info, age = lost[0]
+            others = sum(1 for c in self._exited.values() if c != 0)
+            message = self._lost_text(info, age)
+            if others:
+                message += f" ({others} other process{'es' if others > 1 else ''} failed after it)"
+            raise RunError(message, self._pid_tuple())
         killed = [r for r in failed if self._exited[r] < 0]
         culprit = (killed or failed)[0]
         others = sum(1 for r, c in self._exited.items() if c != 0 and r != culprit)
@@ -187,9 +321,7 @@ class Launcher:
             message += f": {detail}"
         if others:
             message += f" ({others} other process{'es' if others > 1 else ''} stopped after it)"
-        step = self._checkpoint_step()
-        message += f"; last complete checkpoint: step {step}" if step else ""
-        raise RunError(message, self._pid_tuple())
+        raise RunError(message + self._checkpoint_text(), self._pid_tuple())
 
     def _error_text(self, rank: int) -> str:
         assert self._store is not None
@@ -209,12 +341,15 @@ class Launcher:
             log.close()
 
     def _checkpoint_step(self) -> int | None:
+        """The newest complete checkpoint, after sealing the steps whose parts are all in."""
         if self.spec.checkpoint_dir is None:
             return None
+        checkpoint.seal(self.spec.checkpoint_dir, self.spec.world_size)
         return checkpoint.latest_complete(self.spec.checkpoint_dir, self.spec.world_size)
 
     def _prune(self) -> None:
         if self.spec.checkpoint_dir is not None:
+            checkpoint.seal(self.spec.checkpoint_dir, self.spec.world_size)
             checkpoint.prune(self.spec.checkpoint_dir, self.spec.world_size)
 
     def _pid_tuple(self) -> tuple[int, ...]:

@@ -33,6 +33,10 @@ class RankSpec:
     stage: int = -1
     replica: int = 0
     target: str = "cpu"
+    # The resource type it runs on: its stage's, or for a shard the plan's server resource
+    # ("" when the plan places no server: the shards run at the coordinator). Agents are
+    # handed the remote ranks of the types they provide.
+    resource: str = ""
 
     def describe(self) -> str:
         if self.role == "ps":
@@ -139,19 +143,19 @@ def stages_from_plan(plan: Plan) -> tuple[StageSpec, ...]:
 
 def layout(
     stages: tuple[StageSpec, ...], binding: dict[str, Target], ps_shards: int,
-    ps_target: str = "cpu",
+    ps_target: str = "cpu", ps_resource: str = "",
 ) -> tuple[RankSpec, ...]:
     """Ranks in order: stage 1 replicas, stage 2 replicas, ..., then parameter-server shards
-    (on `ps_target`: the target of the resource a v2 plan puts them on)."""
+    (on `ps_target`: the target of `ps_resource`, the resource a v2 plan puts them on)."""
     ranks: list[RankSpec] = []
     for s, stage in enumerate(stages):
         if stage.resource not in binding:
             raise RunConfigError(f"bind.{stage.resource}", "the plan uses it but it has no target")
         target = str(binding[stage.resource])
         for replica in range(stage.units):
-            ranks.append(RankSpec(len(ranks), "stage", s, replica, target))
+            ranks.append(RankSpec(len(ranks), "stage", s, replica, target, stage.resource))
     for shard in range(ps_shards):
-        ranks.append(RankSpec(len(ranks), "ps", -1, shard, ps_target))
+        ranks.append(RankSpec(len(ranks), "ps", -1, shard, ps_target, ps_resource))
     return tuple(ranks)
 
 

@@ -25,6 +25,7 @@ from heterps_core.runtime import sync
 from heterps_core.runtime.binding import parse_target
 from heterps_core.runtime.checkpoint import checkpoint_due, load_stage, save_stage
 from heterps_core.runtime.datasource import held_out, replica_batches
+from heterps_core.runtime.liveness import Heartbeat
 from heterps_core.runtime.metrics import Clock, Reporter
 from heterps_core.runtime.models import resolve_model
 from heterps_core.runtime.ps_client import PSClient
@@ -69,8 +70,10 @@ class StageWorker:
         group: Any,
         reporter: Reporter,
         clock: Clock,
+        heartbeat: Heartbeat | None = None,
     ) -> None:
         self.spec = spec
+        self.heartbeat = heartbeat  # its `stop_at`: the launcher's drain step (a SIGTERM)
         self.me = me
         self.device = torch.device(device)
         self.group = group
@@ -118,18 +121,22 @@ class StageWorker:
         batch = next(data) if data is not None else None
         for round_ in range(spec.start_step // k, spec.train.steps // k):
             m = round_ * k + self.me.replica
-            more = round_ + 1 < spec.train.steps // k
+            boundary = (round_ + 1) * k
+            stop_at = self._stop_at(boundary)
+            more = round_ + 1 < spec.train.steps // k and boundary != stop_at
             in_flight.append(self.forward_part(m, round_, batch, more))
             # Produce the next batch now, while the later stages work on this one: it is off
             # the critical path here, on it after the backward pass.
             batch = next(data) if data is not None and more else None
-            boundary = (round_ + 1) * k
-            saving = checkpoint_due(spec.checkpoint_dir, spec.checkpoint_every, spec.train.steps,
-                                    boundary)
+            saving = boundary == stop_at or checkpoint_due(
+                spec.checkpoint_dir, spec.checkpoint_every, spec.train.steps, boundary
+            )
             while len(in_flight) > (0 if saving else depth):
                 self.backward_part(in_flight.popleft())
             if saving:
                 self._checkpoint(boundary)
+            if boundary == stop_at:
+                break  # drained: the final checkpoint is written, end like a finished run
         while in_flight:
             self.backward_part(in_flight.popleft())
         with self.clock.idle():
@@ -138,6 +145,16 @@ class StageWorker:
             self.client.marker(OP_DONE, spec.train.steps)
             self.client.close()
         self.reporter.flush()
+
+    def _stop_at(self, boundary: int) -> int | None:
+        """The launcher's drain step, if it asked for one (a multiple of whole rounds)."""
+        stop_at = self.heartbeat.stop_at if self.heartbeat is not None else None
+        if stop_at is not None and boundary > stop_at:
+            raise RuntimeError(
+                f"{self.me.describe()} learnt the drain step {stop_at} at step {boundary}, "
+                "past it; the last periodic checkpoint stays the newest"
+            )
+        return stop_at
 
     def _data(self) -> Iterator[Batch]:
         """This replica's mini-batches (m mod k == replica, from the start step on): it makes

@@ -23,6 +23,7 @@ from heterps_core import rendezvous as keys
 from heterps_core.runtime import sync
 from heterps_core.runtime.binding import Target, parse_target
 from heterps_core.runtime.checkpoint import load_part
+from heterps_core.runtime.liveness import Heartbeat
 from heterps_core.runtime.metrics import Clock, Reporter
 from heterps_core.runtime.models import resolve_model
 from heterps_core.runtime.ps import ParameterServer
@@ -41,7 +42,10 @@ def device_of(target: Target) -> str:
     return "cpu"
 
 
-def run_rank(store: dist.TCPStore, rank: int, device_override: str | None = None) -> None:
+def run_rank(
+    store: dist.TCPStore, rank: int, device_override: str | None = None,
+    heartbeat: Heartbeat | None = None,
+) -> None:
     spec = JobSpec.from_json(store.get(keys.SPEC).decode())
     me = spec.ranks[rank]
     planned = parse_target(me.target)
@@ -78,7 +82,7 @@ def run_rank(store: dist.TCPStore, rank: int, device_override: str | None = None
             stats = _serve(spec, me)
         else:
             reporter = Reporter(store, rank, clock, spec.report_interval_s)
-            StageWorker(spec, me, device, groups[me.stage], reporter, clock).run()
+            StageWorker(spec, me, device, groups[me.stage], reporter, clock, heartbeat).run()
         # ru_maxrss is in KiB on Linux: the process's peak resident set, torch included.
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         store.set(keys.stats(rank), json.dumps({"peak_rss_bytes": peak, **stats}))
@@ -106,7 +110,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     store = keys.connect(args.store)
     try:
-        run_rank(store, args.rank, args.device)
+        # First, before the model is built: the launcher's watchdog names a process whose
+        # heartbeat stops (runtime/liveness.py), and the stages follow its drain step.
+        heartbeat = Heartbeat(args.store, args.rank)
+        run_rank(store, args.rank, args.device, heartbeat)
     except Exception as exc:
         traceback.print_exc()
         # The coordinator may already be gone; the exit code still tells.

@@ -14,6 +14,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,7 @@ from celery.result import allow_join_result
 
 from heterps_core.costmodel import evaluate
 from heterps_core.instance import Instance
-from heterps_core.plan import Plan
+from heterps_core.plan import Plan, ServerPlacement
 from heterps_core.runtime.binding import Target
 from heterps_core.runtime.errors import RunError
 from heterps_core.runtime.launcher import Launcher, RunConfig
@@ -80,6 +81,12 @@ def test_remote_units_count_only_the_stage_processes_bound_to_remote(tmp_path: P
     ).spec
     assert remote_units(spec) == {"cpu-b": 1}  # not cpu-a's stage, not the two PS shards
     assert remote_units(Launcher(RunConfig(plan=plan, train=_settings(4), log_dir=logs)).spec) == {}
+    # A plan that places the server on a type bound to remote sends its shards to agents too.
+    placed = replace(plan, parameter_server=ServerPlacement("cpu-ps", 2, 0.001, 1e6, 0.5, 0.1))
+    binding = {"cpu-b": Target("remote"), "cpu-ps": Target("remote")}
+    spec = Launcher(RunConfig(plan=placed, train=_settings(4), binding=binding, ps_shards=2,
+                              log_dir=logs)).spec
+    assert remote_units(spec) == {"cpu-b": 1, "cpu-ps": 2}
 
 
 def _plan(types: list[str]) -> Plan:
