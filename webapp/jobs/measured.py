@@ -1,14 +1,21 @@
-"""Measured profiles: what finished pipeline runs measured per stage (layer group), with
-provenance ("measured in job N, run R"), next to the plan's prediction. Read from the jobs'
-stored summaries; the model page and the job page show them."""
+"""Measured profiles: what pipeline runs measured per stage (layer group), with provenance
+("measured in job N, run R"), next to the plan's prediction (issue 16, the closed loop).
+
+Each run's stage times are stored as `MeasuredStage` rows: live from every sample while it
+runs, and final from its summary. The model page lists them; the job page flags stages
+that differ from the prediction by more than the threshold and offers to re-plan with them
+(`webapp.jobs.replan`).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.conf import settings
 
-from webapp.jobs.models import Job
+from heterps_core.runtime.throughput import is_substitute
+from webapp.jobs.models import Job, MeasuredStage
 from webapp.jobs.options import PIPELINE
 
 # A stage whose measured time differs from the prediction by more than this is flagged.
@@ -19,47 +26,84 @@ def threshold() -> float:
     return float(getattr(settings, "HETERPS_MEASURED_THRESHOLD", DEFAULT_THRESHOLD))
 
 
-def stage_rows(job: Job, layer_names: list[str] | None = None) -> list[dict[str, Any]]:
-    """The job's last run, per stage: layer group, resource, where it ran, measured vs
-    predicted ms per mini-batch (one unit) and whether they differ by more than the
-    threshold (only where like is compared with like: not on a substitute)."""
-    summary = job.summary or {}
-    stages = summary.get("stages") or []
+def record(job: Job, run: int, stages: Iterable[Mapping[str, Any]], step: int,
+           final: bool) -> None:
+    """Store (or update) the run's measured stage rows from a sample's or the summary's
+    `stages`. A live sample never overwrites the run's final figures."""
     plan_stages = (job.plan or {}).get("stages") or []
-    names = layer_names or []
-    limit = threshold()
-    rows = []
+    binding = job.binding
     for i, stage in enumerate(stages):
-        layers = plan_stages[i].get("layers", []) if i < len(plan_stages) else []
-        group = _group(layers, names)
-        measured = stage.get("measured_time_per_batch_s")
-        predicted = stage.get("predicted_time_per_batch_s")
-        diff = (measured - predicted) / predicted if measured and predicted else None
-        rows.append({
-            "job": job.pk, "run": job.runs,
-            "provenance": f"measured in job {job.pk}, run {job.runs}",
-            "stage": stage.get("stage", i + 1), "layers": group, "resource": stage.get("resource"),
-            "bound_to": stage.get("bound_to"), "substitute": bool(stage.get("substitute")),
-            "measured_ms": None if measured is None else 1000 * measured,
-            "predicted_ms": None if predicted is None else 1000 * predicted,
-            "difference_pct": None if diff is None else 100 * diff,
-            "differs": diff is not None and abs(diff) > limit and not stage.get("substitute"),
-        })
-    return rows
+        number = int(stage.get("stage", i + 1))
+        measured = stage.get("measured_time_per_batch_s", stage.get("time_per_batch_s"))
+        if not measured:
+            continue  # nothing finished yet on this stage
+        resource = str(stage.get("resource") or "")
+        target = str(stage.get("bound_to") or binding.get(resource, "cpu"))
+        layers = plan_stages[number - 1].get("layers", []) if number <= len(plan_stages) else []
+        values = {
+            "project_id": job.project_id, "model_name": job.model_name,
+            "model_size": job.model_size, "layers": list(layers), "resource": resource,
+            "bound_to": target,
+            "substitute": bool(stage.get("substitute", is_substitute(resource, target))),
+            "units": int(stage.get("units") or 1), "batch_size": job.batch_size,
+            "measured_time_per_batch_s": float(measured),
+            "predicted_time_per_batch_s": stage.get("predicted_time_per_batch_s"),
+            "busy_share": stage.get("busy_share"), "step": step, "final": final,
+        }
+        keep_final = not final and MeasuredStage.objects.filter(
+            job=job, run=run, stage=number, final=True).exists()
+        if not keep_final:
+            MeasuredStage.objects.update_or_create(job=job, run=run, stage=number,
+                                                   defaults=values)
+
+
+def record_sample(job: Job, run: int, sample: Mapping[str, Any]) -> None:
+    """A live sample's stage times, as the run's measured profile so far."""
+    if sample.get("stages"):
+        record(job, run, sample["stages"], int(sample.get("step") or 0), final=False)
+
+
+def record_summary(job: Job, run: int, summary: Mapping[str, Any]) -> None:
+    """The finished run's stage times (whole run), final."""
+    if summary.get("stages"):
+        record(job, run, summary["stages"], int(summary.get("steps") or 0), final=True)
+
+
+def for_run(job: Job, run: int | None = None) -> list[MeasuredStage]:
+    """The measured stage rows of one run (default: the job's latest)."""
+    return list(MeasuredStage.objects.filter(job=job, run=run or job.runs).order_by("stage"))
+
+
+def row(entry: MeasuredStage, names: list[str] | None = None) -> dict[str, Any]:
+    """One measured row as the pages show it (ms per mini-batch of one unit)."""
+    measured, predicted = entry.measured_time_per_batch_s, entry.predicted_time_per_batch_s
+    diff = (measured - predicted) / predicted if measured and predicted else None
+    return {
+        "job": entry.job_id, "run": entry.run, "provenance": entry.provenance,
+        "final": entry.final, "stage": entry.stage, "layers": _group(entry.layers, names or []),
+        "resource": entry.resource, "bound_to": entry.bound_to, "substitute": entry.substitute,
+        "units": entry.units, "batch_size": entry.batch_size,
+        "measured_ms": None if measured is None else 1000 * measured,
+        "predicted_ms": None if predicted is None else 1000 * predicted,
+        "difference_pct": None if diff is None else 100 * diff,
+        # Only like with like: a substitute's time is of other hardware than predicted.
+        "differs": diff is not None and abs(diff) > threshold() and not entry.substitute,
+    }
+
+
+def stage_rows(job: Job, layer_names: list[str] | None = None) -> list[dict[str, Any]]:
+    """The job's latest run, per stage: measured vs predicted and whether they differ."""
+    return [row(e, layer_names) for e in for_run(job)]
 
 
 def for_model(project_id: int, runtime_model: str, size: str,
-              layer_names: list[str] | None = None, limit: int = 10) -> list[dict[str, Any]]:
-    """Measured stage rows of the latest finished pipeline runs of one model in a project."""
-    jobs = (Job.objects.filter(project_id=project_id, model_name=runtime_model,
-                               runner=PIPELINE, summary__isnull=False)
-            .only("plan", "summary", "runs").order_by("-pk"))
+              layer_names: list[str] | None = None, limit: int = 40) -> list[dict[str, Any]]:
+    """Measured stage rows of one model's latest pipeline runs in a project, newest first."""
+    entries = MeasuredStage.objects.filter(project_id=project_id, model_name=runtime_model,
+                                           job__runner=PIPELINE)
     if size:
-        jobs = jobs.filter(model_size=size)
-    rows: list[dict[str, Any]] = []
-    for job in jobs[:limit]:
-        rows.extend(stage_rows(job, layer_names))
-    return rows
+        entries = entries.filter(model_size=size)
+    return [row(e, layer_names) for e in entries.order_by("-job_id", "-run", "stage")[:limit]]
 
 
 def _group(layers: list[int], names: list[str]) -> str:

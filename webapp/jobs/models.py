@@ -132,3 +132,56 @@ class JobMetric(models.Model):
     class Meta:
         ordering = ["job", "run", "elapsed_s"]
         indexes = [models.Index(fields=["job", "run", "elapsed_s"])]
+
+
+class MeasuredStage(ProjectOwned):
+    """A measured profile entry: one stage (layer group) of one run, as it ran (issue 16).
+    Kept apart from the job's summary so a restart, which clears the summary, keeps what
+    earlier runs measured; written live from each sample (`final` False) and once more from
+    the run's summary (`final` True). `webapp.jobs.measured` reads and writes them."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="measured")
+    run = models.PositiveIntegerField()
+    stage = models.PositiveIntegerField()  # 1-based
+    model_name = models.CharField(max_length=200)  # the runtime model (zoo name or factory)
+    model_size = models.CharField(max_length=20)
+    layers = models.JSONField(default=list)  # the plan's layer indices of this stage
+    resource = models.CharField(max_length=120)  # the plan's resource type
+    bound_to = models.CharField(max_length=60)  # where it ran (binding target)
+    substitute = models.BooleanField(default=False)
+    units = models.PositiveIntegerField(default=1)
+    batch_size = models.PositiveIntegerField()
+    measured_time_per_batch_s = models.FloatField(null=True, blank=True)  # one unit's
+    predicted_time_per_batch_s = models.FloatField(null=True, blank=True)  # the plan's
+    busy_share = models.FloatField(null=True, blank=True)
+    step = models.PositiveIntegerField(default=0)  # mini-batches finished when measured
+    final = models.BooleanField(default=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-job_id", "-run", "stage"]
+        constraints = [models.UniqueConstraint(fields=["job", "run", "stage"],
+                                               name="measured_stage_per_run")]
+        indexes = [models.Index(fields=["project", "model_name", "model_size"])]
+
+    @property
+    def provenance(self) -> str:
+        return f"measured in job {self.job_id}, run {self.run}" + (
+            "" if self.final else f" (live, at step {self.step})")
+
+
+class Replan(ProjectOwned):
+    """A planning request made from a run's measured profile, and the what-if shown when it
+    was asked for (so the job page can set the new plan against the one that ran)."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="replans")
+    run = models.PositiveIntegerField()
+    request_id = models.BigIntegerField()  # planning's PlanningRequest row
+    what_if = models.JSONField(default=dict, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]

@@ -8,5 +8,6 @@ urlpatterns = [
     path("<int:pk>/", views.detail, name="detail"),
     path("<int:pk>/cancel/", views.cancel, name="cancel"),
     path("<int:pk>/restart/", views.restart, name="restart"),
+    path("<int:pk>/replan/", views.replan_measured, name="replan"),
     path("approve/<int:plan_result_id>/", views.approve, name="approve"),
 ]

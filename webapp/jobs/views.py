@@ -13,7 +13,7 @@ from django.views.decorators.http import require_POST
 
 from heterps_core.plan import Plan
 from heterps_core.runtime.compile import whole_steps
-from webapp.jobs import services
+from webapp.jobs import replan, services
 from webapp.jobs.forms import ApproveForm
 from webapp.jobs.models import Job
 from webapp.middleware import AuthenticatedRequest
@@ -42,6 +42,7 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
         "can_edit": can(request.user, job.project_id, Action.EDIT),
     }
     context.update(services.page(job, series))
+    context.update(replan.page(job))
     return render(request, "jobs/detail.html", context)
 
 
@@ -92,6 +93,21 @@ def cancel(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def restart(request: HttpRequest, pk: int) -> HttpResponse:
     return _act(request, pk, services.restart)
+
+
+@require_POST
+def replan_measured(request: HttpRequest, pk: int) -> HttpResponse:
+    """One click: a new planning request with the latest run's measured numbers."""
+    from django.contrib import messages
+
+    job = get_owned(request.user, Job.objects.select_related("work"), pk, Action.EDIT)
+    try:
+        planning = replan.replan(request.user, job)
+    except ValidationError as exc:
+        for problems in exc.message_dict.values():
+            messages.error(request, "; ".join(problems))
+        return redirect("jobs:detail", pk=pk)
+    return redirect("planning:detail", pk=planning.pk)
 
 
 def _act(request: HttpRequest, pk: int, act: Any) -> HttpResponse:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from typing import Any, cast
 
 from django.core.exceptions import ValidationError
@@ -36,6 +37,8 @@ MAX_BUDGET_S = 120.0
 # Far beyond any cluster; absurd targets (1e15) make the exact sweep take tens of seconds.
 MAX_TARGET = 1e12
 WHAT_IF_BUDGET_S = 2.0
+# Rewrites a request's instance and figure provenance before it is stored.
+Adjust = Callable[[Instance, list[dict[str, Any]]], tuple[Instance, list[dict[str, Any]]]]
 PROGRESS_EVERY_S = 0.25
 
 
@@ -167,8 +170,11 @@ def start_planning(
     user: AnyUser, model: RegisteredModel, cluster: Cluster,
     throughput_target: float, scheduler_names: list[str], batch_size: int | None = None,
     samples: float | None = None, budget_s: float = 5.0, seed: int = 0,
+    adjust: Adjust | None = None,
 ) -> PlanningRequest:
-    """Validate, build the instance, record the request and enqueue the solving work."""
+    """Validate, build the instance, record the request and enqueue the solving work.
+    `adjust` rewrites the built instance and its provenance before it is stored (re-planning
+    with a run's measured numbers: `webapp.jobs.replan`)."""
     check(user, model.project_id, Action.EDIT)
     if cluster.project_id != model.project_id:
         raise ValidationError({"cluster": "must belong to the model's project"})
@@ -190,6 +196,8 @@ def start_planning(
     batch_size = batch_size or _profiled_batch_size(model)
     instance, provenance, run_id = build_request_instance(
         model, cluster, batch_size, float(throughput_target), samples)
+    if adjust is not None:
+        instance, provenance = adjust(instance, provenance)
     with transaction.atomic():
         request = PlanningRequest.objects.create(
             project_id=model.project_id, model=model, cluster=cluster, profile_run_id=run_id,

@@ -20,10 +20,15 @@ from heterps_core.errors import HeterPSError, InstanceError
 from heterps_core.plan import Plan
 from heterps_core.runtime import Launcher, RunCancelled, RunConfig, TrainSettings, sync
 from heterps_core.runtime.binding import Target, parse_binding
-from heterps_core.runtime.compile import compile_run, coordinator_host, default_micro_batches
+from heterps_core.runtime.compile import (
+    compile_run,
+    coordinator_host,
+    default_checkpoint_every,
+    default_micro_batches,
+)
 from heterps_core.runtime.throughput import error, is_substitute, run_summary
 from webapp.background.context import WorkCancelled
-from webapp.jobs import records
+from webapp.jobs import measured, records
 from webapp.jobs.measured import threshold
 from webapp.jobs.models import Job
 from webapp.jobs.options import PIPELINE, PlanSource, RunOptions
@@ -50,6 +55,8 @@ def run_config(job: Job, log_path: Path | None = None) -> RunConfig:
     plan = Plan.from_dict(job.plan)
     options = job.options
     binding = parse_binding(_binding_text(options.get("binding") or {}), _resources(plan))
+    # A run checkpoints by default, under its own log folder (every tenth of the run).
+    every = default_checkpoint_every(job.steps, [s.units or 1 for s in plan.stages])
     return RunConfig(
         plan=plan,
         train=TrainSettings(
@@ -60,6 +67,8 @@ def run_config(job: Job, log_path: Path | None = None) -> RunConfig:
         binding=binding,
         log_dir=str(log_path) if log_path else None,
         host=coordinator_host(binding),
+        checkpoint_dir=str(log_path / "checkpoints") if log_path else None,
+        checkpoint_every=every if log_path else None,
     )
 
 
@@ -112,7 +121,7 @@ class PipelineRunner(JobRunner):
     def execute(self, job: Job, run: RunContext) -> dict[str, Any]:
         launcher = Launcher(
             run_config(job, log_dir(job.pk, run.run)),
-            sink=lambda sample: run.store(sample.to_dict()),
+            sink=lambda sample: _store(job, run, sample.to_dict()),
             cancel=run.work.stop,  # set on cancel, server shutdown or a lost lease
         )
         run.log(f"starting {len(launcher.spec.ranks)} processes")
@@ -145,7 +154,15 @@ class PipelineRunner(JobRunner):
             f"run {run.run} finished: {result.throughput:.1f} samples/s measured "
             f"(plan {job.predicted_throughput:.1f}), ${summary['cost']:.4f} accrued",
         )
+        measured.record_summary(job, run.run, summary)  # the run's measured profile, final
         return summary
+
+
+def _store(job: Job, run: RunContext, data: dict[str, Any]) -> None:
+    """A sample stored and published, and its stage times kept as the run's measured
+    profile so far (the closed loop works during a run too)."""
+    run.store(data)
+    measured.record_sample(job, run.run, data)
 
 
 def comparison(job: Job, series: list[dict[str, Any]]) -> dict[str, Any]:
