@@ -69,6 +69,13 @@ def coordinator_host(binding: Mapping[str, Target]) -> str:
     return ALL_INTERFACES if any(t.is_remote for t in binding.values()) else LOCAL_HOST
 
 
+def default_checkpoint_every(steps: int, units: Sequence[int], checkpoints: int = 10) -> int:
+    """About `checkpoints` checkpoints over a run (one every tenth of it), in whole rounds:
+    what a job started from the web uses, so a lost machine costs at most a tenth."""
+    rounds = round_steps(units)
+    return rounds * max(1, math.ceil(steps / checkpoints / rounds))
+
+
 def round_steps(units: Sequence[int]) -> int:
     """Mini-batches in which every stage's replicas finish whole rounds."""
     return math.lcm(*units) if units else 1

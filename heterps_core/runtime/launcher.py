@@ -173,6 +173,7 @@ class Launcher:
                 time.sleep(POLL_S)
             collector.poll()
             final = collector.emit(final=True)
+            self._prune()  # seals the last checkpoint, keeps the newest two
         finally:
             restore()
             self._stop_all()

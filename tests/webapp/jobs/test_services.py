@@ -8,9 +8,10 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.http import Http404
 
+from heterps_core.runtime import checkpoint
 from webapp.background import services as work_services
 from webapp.background.models import Status
-from webapp.jobs import services
+from webapp.jobs import runners, services
 from webapp.jobs.models import Job, JobMetric
 from webapp.jobs.services import RunOptions
 from webapp.projects.permissions import PermissionDenied
@@ -101,3 +102,7 @@ def test_a_real_runtime_run_stores_its_metrics_summary_and_cost(
     assert job.accrued_cost == pytest.approx(0.01 + metrics[-1].cost)
     assert job.last_step == 8 and job.last_loss is not None
     assert "run 2 finished" in job.log
+    # Web runs checkpoint by default, under the run's log folder (every tenth: 1 step here).
+    assert job.summary["checkpoint_step"] == 8
+    folder = runners.pipeline.log_dir(job.pk, 2) / "checkpoints"
+    assert checkpoint.complete_steps(folder, 3) == [7, 8]  # the newest two are kept
