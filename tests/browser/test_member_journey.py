@@ -65,10 +65,6 @@ def _frontier_reading(page: Any) -> dict[str, float]:
     }""")
 
 
-# Known failure, left open in issue 17: since the late commits of 2026-12-01 the job page of
-# this run never shows a first live step on PostgreSQL + Redis (waits 180 s), though the
-# test passed there at 12:49. Not strict, so it reports XPASS where it passes again.
-@pytest.mark.xfail(strict=False, reason="job's live step never appears (issue 17, open)")
 def test_a_member_brings_a_model_and_runs_it(
     page: Any, browser: Any, asgi_url: str, django_user_model: Any, worker: Any,
     settings: Any, tmp_path: Path, until: Any, compare: Any,
@@ -207,9 +203,14 @@ def test_a_member_brings_a_model_and_runs_it(
         pytest.fail("the approve form accepted cpu:999 (binding validation missing)")
     page.wait_for_url("**/jobs/*/")
     job_url = page.url
+    # A first live step, or the run's end: a run that dies must say why here, not time out.
     page.wait_for_function(
-        "() => parseInt(document.querySelector('[data-field=step]').textContent) > 0",
+        "() => parseInt(document.querySelector('[data-field=step]').textContent) > 0 || "
+        "['failed', 'cancelled'].includes("
+        "document.querySelector('[data-field=status]').textContent.trim())",
         timeout=180_000)
+    status = page.inner_text("[data-field=status]").strip()
+    assert status not in ("failed", "cancelled"), page.inner_text("main")[:2000]
     _shoot(page, browser, "job-running")
 
     # Meanwhile: an exact-only plan while the job runs finishes in seconds.
