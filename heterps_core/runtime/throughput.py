@@ -42,16 +42,45 @@ def run_throughput(
     finish_times: Iterable[float], batch_size: int, started_at: float | None = None
 ) -> RunThroughput:
     """The run's measured throughput from its mini-batches' finish times (one clock)."""
-    times = sorted(finish_times)
-    if not times:
-        return RunThroughput(0, 0.0, None, 0)
-    startup = times[0] - started_at if started_at is not None else None
-    return RunThroughput(
-        samples=(len(times) - 1) * batch_size,
-        span_s=times[-1] - times[0],
-        startup_s=max(startup, 0.0) if startup is not None else None,
-        batches=len(times),
-    )
+    meter = ThroughputMeter(started_at)
+    for finished_at in finish_times:
+        meter.add(finished_at, batch_size)
+    return meter.result()
+
+
+class ThroughputMeter:
+    """`run_throughput` kept as mini-batches finish, for runs whose mini-batches differ in
+    size (data-parallel workers, rebalanced batches): the same definition, the samples of
+    every finished mini-batch but the first one, over the first to the last finish."""
+
+    def __init__(self, started_at: float | None = None) -> None:
+        self.started_at = started_at
+        self._first: tuple[float, int] | None = None
+        self._last = 0.0
+        self._samples = 0
+        self._batches = 0
+
+    def add(self, finished_at: float, samples: int) -> None:
+        if self._first is None or finished_at < self._first[0]:
+            self._first = (finished_at, samples)
+        self._last = max(self._last, finished_at) if self._batches else finished_at
+        self._samples += samples
+        self._batches += 1
+
+    def result(self) -> RunThroughput:
+        if self._first is None:
+            return RunThroughput(0, 0.0, None, 0)
+        first, first_samples = self._first
+        startup = first - self.started_at if self.started_at is not None else None
+        return RunThroughput(
+            samples=self._samples - first_samples, span_s=self._last - first,
+            startup_s=max(startup, 0.0) if startup is not None else None,
+            batches=self._batches,
+        )
+
+
+DEFINITION = ("samples of the mini-batches finished after the first, over the span from "
+              "the first finished mini-batch to the last")
 
 
 def is_gpu(resource: str, kind: str | None = None) -> bool:
@@ -190,8 +219,7 @@ def run_summary(
                      "predicted_throughput_as_run")
     return {
         "throughput": result.throughput or None,
-        "throughput_definition": "samples of the mini-batches finished after the first, "
-                                 "over the span from the first finished mini-batch to the last",
+        "throughput_definition": DEFINITION,
         "samples_in_span": max(batches - 1, 0) * batch_size,
         "span_s": last.span_s if last else 0.0,
         "startup_s": last.startup_s if last else None,

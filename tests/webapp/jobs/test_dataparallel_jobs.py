@@ -282,3 +282,33 @@ def test_parameter_labels_are_words_and_the_name_is_in_the_help(
     page = login(personas.member).get(f"/jobs/approve/{plan_result.pk}/").content.decode()
     assert "Plateau test: minimum improvement" in page and "[plateau_delta]" in page
     assert ">ahl_steps<" not in page and "Coarse phase: steps per round" in page
+
+
+def test_a_data_parallel_run_shows_its_measured_throughput_not_a_window(
+    login: Any, personas: Any, source: Any
+) -> None:
+    """The one definition (samples of the steps after the first, over the first to the last
+    finished step), in the summary, the tile, the list and the API; the live samples carry
+    it next to their window figure."""
+    job = services.approve(personas.member, source, RunOptions(
+        steps=30, runner=Runner.DATAPARALLEL, sync_mode="ssp", sync_params={"staleness": 1},
+        dataparallel={"workers": 3, "slowdowns": [1, 1, 4], "backend": "emulated"}))
+    work_services.run_work(job.work_id)
+    job = Job.objects.select_related("work").get(pk=job.pk)
+    assert job.work.status == Status.SUCCEEDED, job.work.error
+    summary = job.summary
+    # ssp keeps every worker's batch: the samples in the span are all steps' but the first.
+    assert summary["samples_in_span"] == (summary["steps"] - 1) * job.batch_size
+    assert summary["samples"] == summary["steps"] * job.batch_size
+    assert summary["throughput"] == pytest.approx(summary["samples_in_span"] / summary["span_s"])
+    assert summary["startup_s"] > 0 and summary["startup_s"] + summary["span_s"] == pytest.approx(
+        summary["elapsed_s"], rel=1e-6)
+    assert job.last_throughput == pytest.approx(summary["throughput"])
+    windows = [m.samples_per_s for m in JobMetric.objects.filter(job=job, run=1)]
+    assert windows and summary["throughput"] not in windows  # not a window's figure
+    client = login(personas.viewer)
+    page = client.get(f"/jobs/{job.pk}/").content.decode()
+    assert f"{summary['throughput']:.1f} samples/s measured (per emulated s" in page
+    assert f"{summary['throughput']:.1f}" in client.get("/jobs/").content.decode()
+    assert client.get(f"/api/jobs/{job.pk}/").json()["last_throughput"] == pytest.approx(
+        summary["throughput"])

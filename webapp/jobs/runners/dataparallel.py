@@ -19,6 +19,7 @@ from heterps_core.dataparallel import DataParallelError, TrainConfig, modes, tra
 from heterps_core.dataparallel.config import BACKENDS
 from heterps_core.errors import HeterPSError
 from heterps_core.plan import Plan
+from heterps_core.runtime.throughput import DEFINITION
 from webapp.background.context import WorkCancelled
 from webapp.jobs import records
 from webapp.jobs.models import Job
@@ -136,9 +137,12 @@ class DataParallelRunner(JobRunner):
             raise WorkCancelled("cancelled")
         summary = result.to_dict()
         evals, elapsed = summary["evals"], summary["time_s"]
+        measured = sampler.meter.result()  # the one definition, as the pipeline's runs
         summary.update({
             "steps": summary["global_steps"], "elapsed_s": elapsed,
-            "throughput": sampler.samples / elapsed if elapsed > 0 else 0.0,
+            "throughput": measured.per_s, "throughput_definition": DEFINITION,
+            "samples_in_span": measured.samples, "span_s": measured.span_s,
+            "startup_s": measured.startup_s, "samples": sampler.samples,
             "cost": job.predicted_cost_per_hour * elapsed / 3600,
             "final_loss": evals[-1]["loss"] if evals else None,
         })
@@ -147,7 +151,8 @@ class DataParallelRunner(JobRunner):
         records.finish_run(
             job.pk, summary,
             f"run {run.run} finished: {summary['steps']} steps in {elapsed:.3f} {unit}, "
-            f"{summary['throughput']:.1f} samples/s, held-out loss {loss}",
+            f"{measured.per_s or 0.0:.1f} samples/s measured (first to last finished step), "
+            f"held-out loss {loss}",
         )
         return summary
 

@@ -24,6 +24,7 @@ from heterps_core.dataparallel.events import (
     StepEvent,
     StragglerEvent,
 )
+from heterps_core.runtime.throughput import ThroughputMeter
 
 SAMPLES_PER_RUN = 40  # about this many stored samples per run, whatever its length
 WINDOW = 10  # step times per worker in the rolling median (the detector's default window)
@@ -75,6 +76,9 @@ class Sampler:
         self._losses: list[float] = []
         self._samples = 0
         self._last = (0, 0.0, 0)  # global step, time, samples at the last emitted sample
+        # The run's measured throughput, the one definition (runtime/throughput.py); the
+        # trainer's clock starts at 0 (emulated or wall-clock seconds).
+        self.meter = ThroughputMeter(started_at=0.0)
 
     def __call__(self, event: TrainEvent) -> None:
         if isinstance(event, StepEvent):
@@ -110,6 +114,7 @@ class Sampler:
         self.time_s = max(self.time_s, event.time_s)
         self._losses.append(event.loss)
         self._samples += event.batch_size
+        self.meter.add(event.time_s, event.batch_size)
         if self.global_step - self._last[0] >= self.every:
             self.flush()
 
@@ -121,10 +126,14 @@ class Sampler:
         if self.global_step == step and self.time_s == time_s:
             return
         span = self.time_s - time_s
+        run = self.meter.result()
         self.emit({
             "step": self.global_step, "total_steps": self.total_steps,
             "elapsed_s": self.time_s,
             "samples_per_s": (self._samples - samples) / span if span > 0 else 0.0,
+            "window_s": span,
+            # The run so far (first to last finished step), what the tile and lists show.
+            "run_samples_per_s": run.per_s, "span_s": run.span_s, "startup_s": run.startup_s,
             "loss": statistics.fmean(self._losses) if self._losses else None,
             # The plan's $/hour over the run's time: an estimate, there is no cluster bill.
             "cost": self.cost_per_hour * self.time_s / 3600,
