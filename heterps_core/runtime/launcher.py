@@ -254,17 +254,25 @@ class Launcher:
             return None
         return self._watchdog.age(keys.agent_beat(info.index))
 
-    def _lost_agents(self, since: float) -> list[tuple[agent.AgentInfo, float]]:
-        """Agents whose heartbeat stopped: each proves alive (beats after `since`, or says it
-        is done) or stays silent past the heartbeat timeout."""
+    def _beats(self) -> dict[int, int]:
+        """Every agent's heartbeat counter now."""
+        assert self._store is not None
+        return {info.index: int(self._store.add(keys.agent_beat(info.index), 0))
+                for info in self._agents}
+
+    def _lost_agents(self, before: dict[int, int]) -> list[tuple[agent.AgentInfo, float]]:
+        """Agents whose heartbeat stopped: each proves alive (its counter moves past
+        `before`, read when the failure was noticed, or it says it is done) or stays
+        silent past the heartbeat timeout."""
+        assert self._store is not None
         pending = {info.index: info for info in self._agents}
         lost = []
         deadline = time.monotonic() + self.config.heartbeat_timeout_s + 1.0
         while pending and time.monotonic() < deadline:
             for index, info in list(pending.items()):
                 age = self._agent_age(info)
-                key = keys.agent_beat(index)
-                if age is None or self._watchdog.moved_since(key, since):
+                moved = int(self._store.add(keys.agent_beat(index), 0)) != before[index]
+                if age is None or moved:
                     del pending[index]
                 elif age > self.config.heartbeat_timeout_s:
                     lost.append((info, age))
@@ -301,9 +309,9 @@ class Launcher:
         # Peers of a dead process fail soon after it with connection errors: wait a moment,
         # then blame a lost machine (its processes died with it and report nothing), a
         # process killed by a signal, or else the first one seen.
-        noticed = time.monotonic()
+        before = self._beats()  # a lost machine is dead by now: its counter stays put
         time.sleep(0.2)
-        lost = self._lost_agents(noticed) if self._agents else []
+        lost = self._lost_agents(before) if self._agents else []
         self._stop_all()
         if lost:
             info, age = lost[0]

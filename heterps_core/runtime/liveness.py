@@ -82,12 +82,6 @@ class Watchdog:
             return 0.0
         return now - seen.since
 
-    def moved_since(self, key: str, moment: float) -> bool:
-        """Whether `key` advanced after the monotonic time `moment` (call `age` first)."""
-        self.age(key)
-        seen = self._seen.get(key)
-        return seen is not None and seen.since > moment
-
 
 def where_text(store: dist.Store, rank: int) -> str:
     """'pid P on HOST' of a job process (empty before it said)."""
