@@ -13,6 +13,7 @@ from django.views.decorators.http import require_POST
 
 from heterps_core.plan import Plan
 from heterps_core.runtime.compile import whole_steps
+from webapp.costs import accrual
 from webapp.jobs import replan, services
 from webapp.jobs.forms import ApproveForm
 from webapp.jobs.models import Job
@@ -43,6 +44,8 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
     }
     context.update(services.page(job, series))
     context.update(replan.page(job))
+    if not job.is_dataparallel:  # data-parallel runs accrue on an estimate's clock
+        context["accrual"] = accrual.run_accrual(job, series)
     return render(request, "jobs/detail.html", context)
 
 

@@ -13,6 +13,7 @@ from django.core.exceptions import PermissionDenied
 from heterps_core.instance import Instance
 from webapp.background import services as work_services
 from webapp.background.models import Status
+from webapp.costs import accrual
 from webapp.jobs import measured, replan, services
 from webapp.jobs.models import Job, JobMetric, MeasuredStage, Replan
 from webapp.jobs.services import RunOptions
@@ -80,6 +81,13 @@ def test_measured_profile_stored_and_used_by_the_next_plan(
         assert entry.measured_time_per_batch_s == pytest.approx(
             summary[entry.stage]["measured_time_per_batch_s"])
         assert entry.substitute == (entry.resource == "t4")
+
+    # Its accrued cost per stage, at the prices of the instance the plan was solved on.
+    run = accrual.run_accrual(job, services.metrics_series(job))
+    assert run is not None and "solved on" in run["price_source"]
+    price = {r["name"]: r["price_per_hour"] for r in planned.request.instance["resources"]}
+    assert all(r["price_per_hour"] == price[r["resource"]] for r in run["rows"])
+    assert run["accrued"] == pytest.approx(job.summary["cost"], rel=1e-6)
 
     # The what-if: every correction is of the plan's CPU type (the T4 ran on this CPU, so
     # its own figures stay the estimate), from this run's measured numbers.
