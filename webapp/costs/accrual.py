@@ -43,12 +43,12 @@ def run_accrual(job: Job, series: list[dict[str, Any]]) -> dict[str, Any] | None
     summary = job.summary or {}
     last = series[-1]
     held = float(summary.get("elapsed_s") or last["elapsed_s"])
-    startup = summary.get("startup_s", last.get("startup_s"))
+    began = summary.get("startup_s", last.get("startup_s"))
     span = float(summary.get("span_s", last.get("span_s")) or 0.0)
-    trained = startup is not None and span > 0
+    trained = began is not None and span > 0
     if not trained:  # no second mini-batch finished: every second held was starting
-        startup, span = held, 0.0
-    startup = min(float(startup), held)
+        began, span = held, 0.0
+    startup = min(float(began or 0.0), held)
     stopping = max(held - startup - span, 0.0)
     price, price_source = prices(job, plan)
     shares = {int(s.get("stage", i + 1)): s.get("busy_share")
