@@ -7,7 +7,9 @@ for real and the teardown leaves nothing behind. Short lease and sweep intervals
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import ctypes
 import json
 import os
 import signal
@@ -54,15 +56,28 @@ def subprocess_env(tmp: Path, **extra: str) -> dict[str, str]:
     return env | extra
 
 
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGKILL when the test process dies, so a pytest killed
+    by a timeout (no teardown runs) leaves no worker or redis-server behind. Linux only."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+STARTED: list[Proc] = []  # every Proc of this test process, for the last-resort sweep
+
+
 class Proc:
-    """A process in its own session, its output in a log file."""
+    """A process in its own session (so its whole group can be killed: pool children,
+    the runtime's children), its output in a log file."""
 
     def __init__(self, command: list[str], env: dict[str, str], log: Path) -> None:
         self.log = log
         self.command = command
         self.env = env
         self.popen = subprocess.Popen(command, cwd=REPO, env=env, stdout=log.open("ab"),
-                                      stderr=subprocess.STDOUT, start_new_session=True)
+                                      stderr=subprocess.STDOUT, start_new_session=True,
+                                      preexec_fn=_die_with_parent)
+        STARTED.append(self)
 
     @property
     def pid(self) -> int:
@@ -76,12 +91,27 @@ class Proc:
             os.kill(self.pid, sig)
 
     def kill_group(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
+        """SIGKILL the group: the process and everything it started (a prefork pool child
+        whose main process was killed by the test is still in it). Never raises."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, signal.SIGKILL)
-        self.popen.wait(10)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.popen.wait(10)
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")[-6000:]
+
+    def full_output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+def kill_all(procs: list[Proc]) -> None:
+    """Kill every group in `procs`; one that fails does not stop the others."""
+    for proc in procs:
+        proc.kill_group()
+
+
+atexit.register(kill_all, STARTED)  # a test that failed before its teardown ran
 
 
 class OwnRedis:
@@ -117,11 +147,14 @@ class OwnRedis:
 
 
 def start_worker(env: dict[str, str], queues: str, log: Path, pool: str = "prefork",
-                 concurrency: int = 1) -> Proc:
+                 concurrency: int = 1, plain: bool = False) -> Proc:
+    """A `celery -A workers worker`; `plain`: without `--without-gossip --without-mingle`,
+    as an operator might start it (the app must be safe without them)."""
+    flags = [] if plain else ["--without-gossip", "--without-mingle"]
     command = [sys.executable, "-m", "celery", "-A", "workers", "worker", "--pool", pool,
                "--concurrency", str(concurrency), "--queues", queues,
                "--hostname", f"{queues.replace(',', '+')}-{time.monotonic_ns()}@%h",
-               "--without-gossip", "--without-mingle", "--loglevel", "INFO"]
+               *flags, "--loglevel", "INFO"]
     return Proc(command, env, log)
 
 

@@ -7,8 +7,10 @@ Each test uses its own queue, so a worker left running elsewhere cannot take its
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import uuid
@@ -40,8 +42,9 @@ def _start_worker(env: dict[str, str], queue: str, log: Path) -> subprocess.Pope
     command = [sys.executable, "-m", "celery", "-A", "workers", "worker", "--pool", "solo",
                "--queues", queue, "--hostname", f"{queue}@%h", "--without-gossip",
                "--without-mingle", "--loglevel", "INFO"]
+    # Its own session: the teardown kills the whole group, pool children included.
     return subprocess.Popen(command, cwd=REPO, env=env, stdout=log.open("wb"),
-                            stderr=subprocess.STDOUT)
+                            stderr=subprocess.STDOUT, start_new_session=True)
 
 
 @pytest.fixture
@@ -50,11 +53,14 @@ def queue() -> str:
 
 
 def _stop(worker: subprocess.Popen[bytes]) -> None:
+    """Warm shutdown; what is left of the group after 15 s is killed."""
     worker.terminate()
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         worker.wait(15)
-    except subprocess.TimeoutExpired:
-        worker.kill()
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(worker.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        worker.wait(10)
 
 
 @pytest.fixture
@@ -116,14 +122,14 @@ def test_work_runs_in_a_worker_process_and_progress_arrives_through_redis(
 
     env = os.environ | {"DATABASE_URL": _test_database_url(), "HETERPS_VAR_DIR": str(tmp_path)}
     worker = _start_worker(env, queue, tmp_path / "worker.log")
-    layer = channel_layers.make_backend("default")  # fresh: no state from other tests' loops
-    channel = async_to_sync(layer.new_channel)()
-    monkeypatch.setattr(EvaluateKind, "queue", queue)  # route to this test's worker only
-    with transaction.atomic():
-        work = services.start_work(personas.member, personas.project, "evaluate",
-                                   {"instance": json.loads(TINY.read_text())})
-        async_to_sync(layer.group_add)(services.group_name(work.pk), channel)
     try:
+        layer = channel_layers.make_backend("default")  # fresh: no state from other loops
+        channel = async_to_sync(layer.new_channel)()
+        monkeypatch.setattr(EvaluateKind, "queue", queue)  # route to this test's worker only
+        with transaction.atomic():
+            work = services.start_work(personas.member, personas.project, "evaluate",
+                                       {"instance": json.loads(TINY.read_text())})
+            async_to_sync(layer.group_add)(services.group_name(work.pk), channel)
         events = _events_until_finished(layer, channel, timeout_s=120)  # worker start-up too
     finally:
         _stop(worker)
