@@ -54,3 +54,23 @@ def test_cancel_through_the_api(personas: Any, login: Any) -> None:
     assert login(personas.viewer).post(f"/api/work/{work.pk}/cancel/").status_code == 403
     response = login(personas.member).post(f"/api/work/{work.pk}/cancel/")
     assert response.status_code == 200 and response.json()["status"] == "cancelled"
+
+
+def test_each_listed_record_is_exactly_its_detail(personas: Any, login: Any) -> None:
+    """The list builds its rows on a fast path (WorkListSerializer): every row must be what
+    the detail (the generic serializer) answers, nulls, JSON and timestamps included."""
+    from django.utils import timezone
+
+    from webapp.background.models import Status
+
+    Work.objects.create(project=personas.project, kind="evaluate", params={"instance": TINY})
+    Work.objects.create(project=personas.project, kind="evaluate", status=Status.FAILED,
+                        progress=0.25, message="stopped", metrics={"step": 3, "x": [1.5]},
+                        result={"plans": [], "best": None}, error="Worker lost at step 3",
+                        started_at=timezone.now(), finished_at=timezone.now())
+    client = login(personas.viewer)
+    rows = client.get(f"/api/work/?project={personas.project.pk}").json()["results"]
+    assert len(rows) == 2
+    for row in rows:
+        assert row == client.get(f"/api/work/{row['id']}/").json()
+    assert {row["result"] is None for row in rows} == {True, False}
