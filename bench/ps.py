@@ -4,6 +4,7 @@
     .venv/bin/python bench/ps.py memory [--steps 3000] [--shards 1,2]
     .venv/bin/python bench/ps.py speed [--steps 200] [--repeats 3]
     .venv/bin/python bench/ps.py scale [--steps 100]
+    .venv/bin/python bench/ps.py profile [--steps 600] [--label before] [--rate 100]
 
 `memory`: CTR-DNN `production` (26 fields x 60M rows, dim 10: 62 GB of rows if they all
 existed), an embedding stage + a dense stage (one unit each, async), sparse Adam on the
@@ -19,6 +20,9 @@ here: it runs at the largest size that fits, labelled).
 
 `scale`: (b)'s time per mini-batch at 10k, 1M, 10M and 60M rows per field.
 
+`profile`: (b) at `small` under `py-spy record --subprocesses` (pip install py-spy): per
+process, its CPU seconds in training and the frames they go to (section `profile-LABEL`).
+
 `store`: one shard's `RowStore` (CTR-DNN rows: dim 10, float32, sparse Adam state) in one
 thread, as a server process runs it. Rows are inserted by first pulls of `--batch` distinct
 new ids (index insert, initial values, arena), then batches of held ids are pulled and
@@ -30,12 +34,17 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import os
+import re
 import resource
+import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -341,6 +350,100 @@ def bench_scale(steps: int) -> str:
     return head + "\n" + "\n".join(lines) + "\n"
 
 
+# --- profile ---------------------------------------------------------------------------------
+
+# Frames every training sample of a process passes through (they say nothing).
+_WRAPPERS = ("_run_module_as_main", "_run_code", "<module>", "main", "run_rank", "_serve",
+             "StageWorker.run", "ParameterServer.serve", "_exception_logger.<locals>.wrapper",
+             "Module._wrapped_call_impl", "Module._call_impl")
+_ROLES = {0: "stage 1 (embedding, PS client)", 1: "stage 2 (dense)", 2: "PS shard"}
+
+
+def _profiled_run(steps: int, out: str) -> None:
+    """(b) of the speed table, CTR-DNN `small`: what `profile` runs under py-spy."""
+    result = _run(_train("ctr_dnn", "small", steps), TWO_STAGES, 1)
+    span = (steps - 1) * 1000 / result.throughput  # first to last finished mini-batch
+    Path(out).write_text(json.dumps({"throughput": result.throughput, "span_s": span}))
+
+
+def _frame(text: str) -> str:
+    return text.split(" (", 1)[0]
+
+
+def _analyse(raw: Path, rate: int) -> dict[int, dict[str, Any]]:
+    """Per rank: training samples, self and inclusive counts per frame (py-spy raw format:
+    `process A;process B:"cmd";frame;...;frame COUNT`, start-up samples dropped)."""
+    out: dict[int, dict[str, Any]] = {}
+    for line in raw.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        frames = stack.split(";")
+        last = max(i for i, f in enumerate(frames) if f.startswith("process "))
+        found = re.search(r"--rank (\d+)", frames[last])
+        body = [_frame(f) for f in frames[last + 1:]]
+        if found is None or not {"StageWorker.run", "ParameterServer.serve"} & set(body):
+            continue
+        rank = out.setdefault(int(found.group(1)), {"n": 0, "self": Counter(), "incl": Counter()})
+        n = int(count)
+        rank["n"] += n
+        rank["self"][body[-1]] += n
+        for frame in set(body) - set(_WRAPPERS):
+            rank["incl"][frame] += n
+    for rank in out.values():
+        rank["cpu_s"] = rank["n"] / rate
+    return out
+
+
+def bench_profile(steps: int, label: str, rate: int) -> str:
+    started = dt.datetime.now(dt.UTC)
+    load = _load()
+    with tempfile.TemporaryDirectory(prefix="h-ps-profile-") as tmp:
+        raw, result = Path(tmp) / "raw.txt", Path(tmp) / "result.json"
+        spy = Path(sys.executable).with_name("py-spy")
+        subprocess.run(
+            [str(spy), "record", "--subprocesses", "--format", "raw", "--rate", str(rate),
+             "-o", str(raw), "--", sys.executable, __file__, "_profiled", "--steps", str(steps),
+             "--out", str(result)],
+            check=True,
+        )
+        ranks = _analyse(raw, rate)
+        ran = json.loads(result.read_text())
+    span = ran["span_s"]
+    lines = [
+        "| process | CPU s in training | busy share of the span | top frames, inclusive "
+        "(share of the process's training samples) | top frames, self |",
+        "|---|---:|---:|---|---|",
+    ]
+    for rank in sorted(ranks):
+        info = ranks[rank]
+        incl = "; ".join(f"{f} {100 * c / info['n']:.0f}%" for f, c in info["incl"].most_common(9))
+        own = "; ".join(f"{f} {100 * c / info['n']:.0f}%" for f, c in info["self"].most_common(6))
+        lines.append(f"| rank {rank}: {_ROLES.get(rank, '?')} | {info['cpu_s']:.1f} "
+                     f"| {100 * info['cpu_s'] / span:.0f}% | {incl} | {own} |")
+    head = (
+        f"## Profile ({label}): where the time of (b) goes\n\n"
+        f"Measured {started:%Y-%m-%d %H:%M} UTC with `python bench/ps.py profile --steps "
+        f"{steps} --label {label} --rate {rate}` (py-spy {_spy_version()} `record "
+        f"--subprocesses`, {rate} samples/s per process, active threads only: waits that "
+        "sleep are not sampled); load average at start "
+        f"{load}, at end {_load()}.\n\n"
+        f"(b) of the speed table at `small`: {steps} mini-batches of 1,000, "
+        f"{ran['throughput']:,.0f} samples/s under the profiler (span {span:.1f} s from the "
+        "first to the last finished mini-batch). Samples of start-up (imports, model build, "
+        "process group) are left out: only those inside a stage's `run` or a shard's "
+        "`serve`. A frame's share counts the samples with it on the stack (children "
+        "included); *self* counts the innermost Python frame (torch's C++ work is "
+        "attributed to the Python call that made it: `isend` includes gloo's enqueue and "
+        "any socket write it does in the caller's thread).\n"
+    )
+    return head + "\n" + "\n".join(lines) + "\n"
+
+
+def _spy_version() -> str:
+    spy = Path(sys.executable).with_name("py-spy")
+    done = subprocess.run([str(spy), "--version"], capture_output=True, text=True, check=True)
+    return done.stdout.split()[-1]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="part", required=True)
@@ -356,7 +459,21 @@ def main() -> None:
     speed.add_argument("--repeats", type=int, default=3)
     scale = sub.add_parser("scale", help="time per mini-batch vs rows per field")
     scale.add_argument("--steps", type=int, default=100)
+    prof = sub.add_parser("profile", help="py-spy profile of (b), CTR-DNN small")
+    prof.add_argument("--steps", type=int, default=600)
+    prof.add_argument("--label", default="before")
+    prof.add_argument("--rate", type=int, default=100)
+    inner = sub.add_parser("_profiled")  # what `profile` runs under py-spy
+    inner.add_argument("--steps", type=int, required=True)
+    inner.add_argument("--out", required=True)
     args = parser.parse_args()
+    if args.part == "_profiled":
+        _profiled_run(args.steps, args.out)
+        return
+    if args.part == "profile":
+        write_section(f"profile-{args.label}", bench_profile(args.steps, args.label, args.rate))
+        print(f"wrote {DOC}")
+        return
     if args.part == "store":
         sizes = [int(float(s)) for s in args.rows.split(",")]
         write_section("store", bench_store(sizes, args.batch, args.dim))

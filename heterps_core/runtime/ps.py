@@ -5,12 +5,13 @@ pushed it (heterps_core/ps: `RowStore`, the id index and the optimiser state of 
 touched). The shard applies the table's optimiser (SGD, Adagrad or Adam, lazy per row) to
 the gradient rows stages push.
 
-Pushes are never acknowledged: messages from one sender arrive in order, so a stage's pull
-always finds its own earlier pushes applied, without a round trip. Replies to one stage go
-in the order of its requests.
-Synchronous mode: the pushes of one round (one mini-batch per replica of the owning stage)
-are averaged and applied as one update, and a pull for round t is answered only once round
-t-1 is applied, so a run is repeatable and equals a plain loop with the same optimiser.
+A pull or push is one request per stage, shard and mini-batch carrying every table of it
+(tables.py: `request`), answered by one reply. Pushes are never acknowledged: messages from
+one sender arrive in order, so a stage's pull always finds its own earlier pushes applied,
+without a round trip. Replies to one stage go in the order of its requests. Synchronous
+mode: the pushes of one round (one mini-batch per replica of the owning stage) are averaged
+and applied as one update, and a pull for round t is answered only once round t-1 is
+applied, so a run is repeatable and equals a plain loop with the same optimiser.
 Asynchronous mode: pushes are applied as they arrive and pulls are answered at once (a
 replica may read rows that miss another replica's latest update).
 """
@@ -36,6 +37,7 @@ from heterps_core.runtime.tables import (
     TableRef,
     client_ranks,
     owning_stage,
+    parse_request,
     sparse_tables,
 )
 from heterps_core.runtime.wire import TAG_PS_PAYLOAD, TAG_PS_REPLY, TAG_PS_REQUEST, Outbox
@@ -71,7 +73,8 @@ class ParameterServer:
             for ref in refs
         ]
         self.shard = Shard(tables, synchronous, spec.start_step)
-        self._waiting: list[tuple[int, int, int, torch.Tensor]] = []  # src, table, round, ids
+        # Pulls not answered yet: source, round, (table, ids) of each table asked for.
+        self._waiting: list[tuple[int, int, list[tuple[int, torch.Tensor]]]] = []
         self._markers: dict[tuple[int, int], int] = {}
         self._done = 0
         self.outbox = Outbox()
@@ -83,14 +86,17 @@ class ParameterServer:
         header = torch.empty(HEADER, dtype=torch.int64)
         while self._done < len(self.clients):
             src = dist.recv(header, None, tag=TAG_PS_REQUEST)
-            op, table, round_, n = (int(v) for v in header)
+            op, n_tables, round_, n = (int(v) for v in header)
             if op == OP_PULL:
-                ids = self._recv(src, torch.empty(n, dtype=torch.int64))
-                self._waiting.append((src, table, round_, ids))
+                payload = self._recv(src, torch.empty(2 * n_tables + n, dtype=torch.int64))
+                self._waiting.append((src, round_, parse_request(payload, n_tables)))
             elif op == OP_PUSH:
-                ids = self._recv(src, torch.empty(n, dtype=torch.int64))
-                grads = self._recv(src, torch.empty(n, self.dims[table]))
-                self.shard.push(table, round_, ids, grads)
+                payload = self._recv(src, torch.empty(2 * n_tables + n, dtype=torch.int64))
+                parts = parse_request(payload, n_tables)
+                sizes = [ids.numel() * self.dims[t] for t, ids in parts]
+                grads = self._recv(src, torch.empty(sum(sizes))).split(sizes)
+                for (t, ids), flat in zip(parts, grads, strict=True):
+                    self.shard.push(t, round_, ids, flat.view(ids.numel(), self.dims[t]))
             elif op == OP_CHECKPOINT:
                 self._marker(OP_CHECKPOINT, round_)
             elif op == OP_DONE:
@@ -103,14 +109,16 @@ class ParameterServer:
         return tensor
 
     def _answer_pulls(self) -> None:
-        still: list[tuple[int, int, int, torch.Tensor]] = []
+        still: list[tuple[int, int, list[tuple[int, torch.Tensor]]]] = []
         blocked: set[int] = set()  # a stage gets its replies in the order it asked
-        for src, t, round_, ids in self._waiting:
-            if src in blocked or not self.shard.ready(t, round_):
+        for src, round_, parts in self._waiting:
+            if src in blocked or not all(self.shard.ready(t, round_) for t, _ in parts):
                 blocked.add(src)
-                still.append((src, t, round_, ids))
+                still.append((src, round_, parts))
                 continue
-            self.outbox.send(self.shard.pull(t, ids), src, TAG_PS_REPLY)
+            # One reply: every table's rows, flattened one after the other.
+            rows = [self.shard.pull(t, ids).reshape(-1) for t, ids in parts]
+            self.outbox.send(torch.cat(rows) if len(rows) > 1 else rows[0], src, TAG_PS_REPLY)
         self._waiting = still
 
     def _marker(self, op: int, step: int) -> None:

@@ -3,14 +3,15 @@
 The stage holds no table: each sparse table of its layers is a `RemoteTable` (ps/remote.py)
 that looks up in the rows of the current mini-batch only. Per mini-batch the client
 collects the ids every table will look up (a no-grad pass cut short after the last lookup),
-pulls their distinct rows in one request per table and shard, and after the backward passes
-pushes one gradient row per distinct row. Row g of a table lives on shard g mod n; ids on
-the wire are global row ids (the server draws a new row's first value from it).
+pulls their distinct rows in one request per shard carrying every table, and after the
+backward passes pushes one gradient row per distinct row, again one message per shard. Row
+g of a table lives on shard g mod n; ids on the wire are global row ids (the server draws a
+new row's first value from it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import torch
 import torch.distributed as dist
@@ -18,7 +19,7 @@ import torch.distributed as dist
 from heterps_core.ps.remote import BatchRows, RemoteTable, collect_ids, replace_table
 from heterps_core.runtime.metrics import Clock
 from heterps_core.runtime.spec import JobSpec
-from heterps_core.runtime.tables import OP_PULL, OP_PUSH, TableRef, header
+from heterps_core.runtime.tables import OP_PULL, OP_PUSH, TableRef, header, request
 from heterps_core.runtime.wire import TAG_PS_PAYLOAD, TAG_PS_REPLY, TAG_PS_REQUEST, Outbox
 from heterps_core.zoo.base import ChainModel
 
@@ -36,6 +37,7 @@ class PSClient:
             for ref in refs
         ]
         self.dims = [int(ref.weight.shape[1]) for ref in refs]
+        self.numbers = [ref.table for ref in refs]  # the model's numbers of this stage's tables
         self._round = 0
 
     def begin(self, round_: int, forward: Callable[[], object]) -> list[BatchRows]:
@@ -55,59 +57,76 @@ class PSClient:
     def _fetch(self, table: int, ids: torch.Tensor) -> torch.Tensor:
         """A lookup the prefetch did not foresee (a table looked up without `begin`)."""
         wanted: list[torch.Tensor] = [torch.empty(0, dtype=torch.int64) for _ in self.refs]
-        wanted[table] = ids
-        return self._pull(wanted, self._round)[table].to(self.device)
+        at = self.numbers.index(table)  # `table` is the model's number of the table
+        wanted[at] = ids
+        return self._pull(wanted, self._round)[at].to(self.device)
 
-    def _by_shard(
-        self, ids: torch.Tensor
-    ) -> Iterator[tuple[int, torch.Tensor | None, torch.Tensor]]:
-        """(shard, positions in `ids` or None for all, ids) of every shard's part."""
+    def _by_shard(self, wanted: list[torch.Tensor]) -> list[list[tuple[torch.Tensor | None,
+                                                                         torch.Tensor]]]:
+        """Per shard, per table: (positions in the table's `wanted` ids or None for all, the
+        ids that shard holds)."""
         n = len(self.ps)
         if n == 1:
-            yield 0, None, ids
-            return
-        shard_of = ids % n
-        for shard in range(n):
-            where = (shard_of == shard).nonzero().squeeze(1)
-            yield shard, where, ids[where]
+            return [[(None, ids) for ids in wanted]]
+        split: list[list[tuple[torch.Tensor | None, torch.Tensor]]] = [[] for _ in range(n)]
+        for ids in wanted:
+            shard_of = ids % n
+            for shard in range(n):
+                where = (shard_of == shard).nonzero().squeeze(1)
+                split[shard].append((where, ids[where]))
+        return split
 
     def _pull(self, wanted: list[torch.Tensor], round_: int) -> list[torch.Tensor]:
-        """Rows of every table's `wanted` ids: all requests out first, then every reply."""
-        out: list[torch.Tensor] = []
-        replies: list[tuple[int, int, torch.Tensor | None, torch.Tensor]] = []
-        for t, ids in enumerate(wanted):
-            ref = self.refs[t]
-            dim = self.dims[t]
-            out.append(torch.empty(ids.numel(), dim, dtype=torch.float32))
-            for shard, where, part in self._by_shard(ids):
-                if part.numel() == 0:
-                    continue
-                self.outbox.send(header(OP_PULL, ref.table, round_, part.numel()),
-                                 self.ps[shard], TAG_PS_REQUEST)
-                self.outbox.send(part, self.ps[shard], TAG_PS_PAYLOAD)
-                # One shard's reply lands straight in the block; several are placed after.
-                buffer = out[t] if where is None else torch.empty(part.numel(), dim)
-                replies.append((t, shard, where, buffer))
+        """Rows of every table's `wanted` ids: one request per shard with every table's
+        ids, all out first, then every reply (one flat block per shard)."""
+        out: list[torch.Tensor] = [
+            torch.empty(ids.numel(), dim) for ids, dim in zip(wanted, self.dims, strict=True)
+        ]
+        replies: list[tuple[int, torch.Tensor, list[tuple[torch.Tensor | None, torch.Tensor]]]]
+        replies = []
+        for shard, parts in enumerate(self._by_shard(wanted)):
+            total = sum(part.numel() for _, part in parts)
+            if total == 0:
+                continue
+            ids = [part for _, part in parts]
+            self.outbox.send(header(OP_PULL, len(ids), round_, total), self.ps[shard],
+                             TAG_PS_REQUEST)
+            self.outbox.send(request(self.numbers, ids), self.ps[shard], TAG_PS_PAYLOAD)
+            size = sum(part.numel() * dim for part, dim in zip(ids, self.dims, strict=True))
+            replies.append((shard, torch.empty(size), parts))
         with self.clock.idle():
-            for t, shard, where, buffer in replies:
+            for shard, buffer, parts in replies:
                 dist.recv(buffer, self.ps[shard], tag=TAG_PS_REPLY)
-                if where is not None:
-                    out[t][where] = buffer
+                offset = 0
+                for t, (where, part) in enumerate(parts):
+                    size = part.numel() * self.dims[t]
+                    rows = buffer[offset : offset + size].view(part.numel(), self.dims[t])
+                    offset += size
+                    if where is None:
+                        out[t] = rows  # one shard: the reply is the block, no copy
+                    elif part.numel():
+                        out[t][where] = rows
             self.outbox.flush()
         return out
 
     def push(self, round_: int, rows: list[BatchRows]) -> None:
-        """Send every table's gradient rows of round `round_` (empty parts too: they count)."""
+        """Send every table's gradient rows of round `round_`: one push per shard carrying
+        every table (empty parts too: in sync mode they count for the round)."""
         with self.clock.idle():
             self.outbox.flush()  # the previous push must have left before its buffers go
-        for ref, batch_rows in zip(self.refs, rows, strict=True):
-            grad = batch_rows.gradient().detach().to("cpu")
-            for shard, where, part in self._by_shard(batch_rows.ids):
-                values = grad if where is None else grad[where]
-                self.outbox.send(header(OP_PUSH, ref.table, round_, part.numel()),
-                                 self.ps[shard], TAG_PS_REQUEST)
-                self.outbox.send(part, self.ps[shard], TAG_PS_PAYLOAD)
-                self.outbox.send(values.contiguous(), self.ps[shard], TAG_PS_PAYLOAD)
+        grads = [batch_rows.gradient().detach().to("cpu") for batch_rows in rows]
+        for shard, parts in enumerate(self._by_shard([r.ids for r in rows])):
+            ids = [part for _, part in parts]
+            values = [
+                (grad if where is None else grad[where]).reshape(-1)
+                for grad, (where, _) in zip(grads, parts, strict=True)
+            ]
+            total = sum(part.numel() for part in ids)
+            self.outbox.send(header(OP_PUSH, len(ids), round_, total), self.ps[shard],
+                             TAG_PS_REQUEST)
+            self.outbox.send(request(self.numbers, ids), self.ps[shard], TAG_PS_PAYLOAD)
+            self.outbox.send(torch.cat(values) if len(values) > 1 else values[0].contiguous(),
+                             self.ps[shard], TAG_PS_PAYLOAD)
 
     def marker(self, op: int, step: int) -> None:
         for rank in self.ps:

@@ -14,7 +14,27 @@ from heterps_core.runtime.spec import JobSpec
 from heterps_core.zoo.base import ChainModel
 
 OP_PULL, OP_PUSH, OP_CHECKPOINT, OP_DONE = 1, 2, 3, 4
-HEADER = 4  # op, table, round (or step), rows
+HEADER = 4  # op, tables, round (or step), rows
+
+# A pull or push carries every table of a mini-batch at once (one request per shard, not
+# one per table: each message costs an isend and a receive on both ends). Its int64
+# payload is `tables | counts | ids`: the tables' numbers, each one's row count, then
+# their ids one table after the other; a push's float32 payload is their gradient rows,
+# flattened in the same order, and a pull's reply the rows.
+
+
+def request(tables: list[int], parts: list[torch.Tensor]) -> torch.Tensor:
+    """The int64 payload of a pull or push: `tables | counts | ids`."""
+    counts = torch.tensor([p.numel() for p in parts], dtype=torch.int64)
+    return torch.cat([torch.tensor(tables, dtype=torch.int64), counts, *parts])
+
+
+def parse_request(payload: torch.Tensor, n_tables: int) -> list[tuple[int, torch.Tensor]]:
+    """(table, ids) of every table in a payload made by `request`."""
+    tables = payload[:n_tables].tolist()
+    counts = payload[n_tables : 2 * n_tables].tolist()
+    ids = payload[2 * n_tables :].split(counts)
+    return list(zip(tables, ids, strict=True))
 
 
 @dataclass(frozen=True)
