@@ -10,6 +10,7 @@ import pytest
 from webapp.background import services as work_services
 from webapp.background.models import Status, Work
 from webapp.costs import accrual
+from webapp.costs.templatetags.money import usd
 from webapp.jobs import services
 from webapp.jobs.models import Job
 from webapp.jobs.services import RunOptions
@@ -41,7 +42,7 @@ def test_a_failed_start_is_all_start_up_per_stage_and_says_so(
     assert "split evenly over its units" in run["price_source"]  # a sample plan: no instance
     page = login(personas.viewer).get(f"/jobs/{job.pk}/").content.decode()
     assert 'id="failed-start"' in page and "a failed start" in page
-    assert f"all ${run['accrued']:.4f} of this run is start-up" in page
+    assert f"all ${usd(run['accrued'])} of this run is start-up" in page
 
 
 @pytest.mark.slow
@@ -64,4 +65,4 @@ def test_a_real_runs_stages_add_up_to_what_it_accrued(login: Any, personas: Any,
         assert r["busy"] > 0 and r["idle"] >= 0
     page = login(personas.viewer).get(f"/jobs/{job.pk}/").content.decode()
     assert 'id="accrual-stages"' in page and 'id="failed-start"' not in page
-    assert f"{run['accrued']:.5f}" in page
+    assert f"<th>{usd(run['accrued'])}</th>" in page
