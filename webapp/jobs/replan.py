@@ -259,8 +259,9 @@ def replans(job: Job) -> list[dict[str, Any]]:
 
 
 def page(job: Job) -> dict[str, Any]:
-    """The job page's closed-loop part: the offer (or why none) and earlier re-plans."""
-    if not job.plan_result_id:
+    """The job page's closed-loop part: the offer (or why none) and earlier re-plans.
+    Pipeline runs only: they are the ones with stage times of the plan's stages."""
+    if not job.plan_result_id or job.is_dataparallel:
         return {}
     return {"replan_offer": offer(job), "replans": replans(job),
             "replan_threshold_pct": 100 * measured.threshold()}
