@@ -68,6 +68,14 @@ class RunCommand(Command):
             "--evict-after", type=int,
             help="parameter server drops rows untouched for this many updates (default: never)",
         )
+        parser.add_argument(
+            "--cache-rows", type=int, default=0,
+            help="async only: each stage replica caches up to N hot rows per table (0 = off)",
+        )
+        parser.add_argument(
+            "--cache-staleness", type=int, default=0,
+            help="steps a cached row is read after its pull before it is pulled again",
+        )
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument(
             "--data", default="synthetic",
@@ -142,6 +150,8 @@ class RunCommand(Command):
             sparse_optimizer=args.sparse_optimizer or "",
             table_optimizers=table_settings(args.table_optimizer),
             evict_after=args.evict_after,
+            cache_rows=args.cache_rows,
+            cache_staleness=args.cache_staleness,
             data="" if args.data == "synthetic" else args.data,
             eval_every=args.eval_every,
             eval_samples=args.eval_samples if args.eval_every else 0,

@@ -225,6 +225,23 @@ def _check_optimizers(train: TrainSettings, tables: int) -> None:
             raise RunConfigError(name, str(exc).removeprefix(f"{name}: ")) from None
     if train.evict_after is not None and train.evict_after < 1:
         raise RunConfigError("evict_after", f"must be at least 1, got {train.evict_after}")
+    _check_cache(train)
+
+
+def _check_cache(train: TrainSettings) -> None:
+    """The hot-row cache (ps/cache.py) serves stale rows: async runs only, bounds >= 0."""
+    if train.cache_rows < 0:
+        raise RunConfigError("cache_rows", f"must be 0 (off) or more, got {train.cache_rows}")
+    if train.cache_staleness < 0:
+        raise RunConfigError(
+            "cache_staleness", f"must be 0 or more steps, got {train.cache_staleness}"
+        )
+    if train.cache_rows and sync.get(train.sync).ps_synchronous:
+        raise RunConfigError(
+            "cache_rows",
+            f"needs an asynchronous sync mode (async): {train.sync} reads every row as "
+            "updated, a cache would serve stale ones",
+        )
 
 
 def _check_rounds(spec: JobSpec, checkpoint_every: int | None) -> None:

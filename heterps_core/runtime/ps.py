@@ -77,6 +77,7 @@ class ParameterServer:
         self._waiting: list[tuple[int, int, list[tuple[int, torch.Tensor]]]] = []
         self._markers: dict[tuple[int, int], int] = {}
         self._done = 0
+        self._pulled = 0  # rows sent in replies (what a stage's hot-row cache saves)
         self.outbox = Outbox()
 
     def load(self, state: dict[str, Any]) -> None:
@@ -118,6 +119,7 @@ class ParameterServer:
                 continue
             # One reply: every table's rows, flattened one after the other.
             rows = [self.shard.pull(t, ids).reshape(-1) for t, ids in parts]
+            self._pulled += sum(ids.numel() for _, ids in parts)
             self.outbox.send(torch.cat(rows) if len(rows) > 1 else rows[0], src, TAG_PS_REPLY)
         self._waiting = still
 
@@ -131,5 +133,7 @@ class ParameterServer:
             save_part(self.spec.checkpoint_dir, step, rank, self.shard.state_dict())
 
     def stats(self) -> dict[str, int]:
-        """Rows held and the bytes of rows, optimiser state and index (for the run summary)."""
-        return {"rows_held": sum(self.shard.rows()), "table_bytes": self.shard.nbytes()}
+        """Rows held, the bytes of rows, optimiser state and index, rows pulled (for the run
+        summary)."""
+        return {"rows_held": sum(self.shard.rows()), "table_bytes": self.shard.nbytes(),
+                "rows_pulled": self._pulled}

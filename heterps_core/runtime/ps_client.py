@@ -16,6 +16,7 @@ from collections.abc import Callable
 import torch
 import torch.distributed as dist
 
+from heterps_core.ps.cache import RowCache
 from heterps_core.ps.remote import BatchRows, RemoteTable, collect_ids, replace_table
 from heterps_core.runtime.metrics import Clock
 from heterps_core.runtime.spec import JobSpec
@@ -39,13 +40,22 @@ class PSClient:
         self.dims = [int(ref.weight.shape[1]) for ref in refs]
         self.numbers = [ref.table for ref in refs]  # the model's numbers of this stage's tables
         self._round = 0
+        train = spec.train
+        self.caches = [
+            RowCache(dim, train.cache_rows, train.cache_staleness) for dim in self.dims
+        ] if train.cache_rows else []
 
-    def begin(self, round_: int, forward: Callable[[], object]) -> list[BatchRows]:
-        """Pull the rows mini-batch `round_` reads (`forward` runs the stage on all of it)."""
+    def begin(self, round_: int, forward: Callable[[], object],
+              cached: bool = True) -> list[BatchRows]:
+        """Pull the rows mini-batch `round_` reads (`forward` runs the stage on all of it);
+        with hot-row caches (`cached`), only those the caches do not hold fresh enough."""
         self._round = round_
         looked_up = collect_ids(self.tables, forward)
         distinct = [BatchRows.of(ids) for ids in looked_up]
-        values = self._pull([ids for ids, _ in distinct], round_)
+        if self.caches and cached:
+            values = self._pull_cached(distinct, round_)
+        else:
+            values = self._pull([ids for ids, _ in distinct], round_)
         rows = [
             BatchRows(ids, v.to(self.device), inverse)
             for (ids, inverse), v in zip(distinct, values, strict=True)
@@ -53,6 +63,28 @@ class PSClient:
         for table, batch_rows in zip(self.tables, rows, strict=True):
             table.begin(batch_rows)
         return rows
+
+    def _pull_cached(self, distinct: list[tuple[torch.Tensor, torch.Tensor]],
+                     round_: int) -> list[torch.Tensor]:
+        """Every table's rows, from its cache where it holds them within the staleness
+        bound (ps/cache.py), pulled otherwise; a refresh round pulls all and refills."""
+        found = [cache.lookup(ids, round_) for cache, (ids, _) in zip(self.caches, distinct,
+                                                                      strict=True)]
+        missed = self._pull([ids[~hit] for (ids, _), (hit, _) in zip(distinct, found,
+                                                                     strict=True)], round_)
+        values = []
+        for cache, (ids, inverse), (hit, rows), pulled in zip(
+            self.caches, distinct, found, missed, strict=True
+        ):
+            if cache.expired(round_):
+                cache.refresh(ids, pulled, inverse, round_)
+                values.append(pulled)
+                continue
+            block = torch.empty(ids.numel(), cache.dim)
+            block[hit] = rows
+            block[~hit] = pulled
+            values.append(block)
+        return values
 
     def _fetch(self, table: int, ids: torch.Tensor) -> torch.Tensor:
         """A lookup the prefetch did not foresee (a table looked up without `begin`)."""

@@ -68,6 +68,10 @@ class TrainSettings:
     sparse_optimizer: str = ""
     table_optimizers: dict[str, str] = field(default_factory=dict)
     evict_after: int | None = None  # server drops rows untouched for this many updates
+    # Async only (ps/cache.py): each stage replica caches up to `cache_rows` hot rows per
+    # table, read for at most `cache_staleness` rounds after they were pulled (0 = off).
+    cache_rows: int = 0
+    cache_staleness: int = 0
 
     def table_optimizer(self, table: int) -> str:
         """Sparse table `table`'s optimiser setting, NAME[:lr=X,eps=Y]."""

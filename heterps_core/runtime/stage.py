@@ -258,7 +258,7 @@ class StageWorker:
             x: Any = {key: value.to(self.device) for key, value in self.held[0].items()}
             if self.client is not None:
                 # Read-only: rows as of round m's update (no push follows this pull).
-                self.client.begin(round_ + 1, lambda: self._forward(x))
+                self.client.begin(round_ + 1, lambda: self._forward(x), cached=False)
         else:
             src = self.spec.replica_rank(s - 1, m)
             with self.clock.idle():
