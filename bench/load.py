@@ -1,14 +1,16 @@
 """Load benchmark: many API clients and websocket viewers against the production shape.
 
     .venv/bin/python bench/load.py [--clients 100] [--viewers 100] [--seconds 60]
-        [--think-s 1.0] [--database heterps_h2] [--redis redis://127.0.0.1:6379/2]
+        [--think-s 1.0] [--server-processes 1] [--database heterps_h2]
+        [--redis redis://127.0.0.1:6379/2] [--out FILE] [--append HEADING]
 
 Starts, on free loopback ports, the server as production runs it (`manage.py up`: Daphne,
 PostgreSQL through the psycopg pool, channels-redis) and one `celery -A workers worker`
 on the interactive and long queues. The database is created afresh and the Redis database
 flushed; both must be this benchmark's own.
 
-For `--seconds`, each of `--clients` threads loops over the API as a user would, with a
+After a warm-up (each endpoint ten times on fresh connections, not measured), for
+`--seconds`, each of `--clients` threads loops over the API as a user would, with a
 keep-alive connection and `--think-s` between requests: the project list (50 projects),
 the work list of a project, a work record, and every tenth round submits an `evaluate`
 (the worker runs it, its progress goes out on the channel layer). `--viewers` websocket
@@ -89,8 +91,8 @@ def seed(users: int = 10, projects: int = 50) -> dict[str, Any]:
     from django.contrib.auth import get_user_model
     from django.test import Client
     from django.utils import timezone
-    from rest_framework.authtoken.models import Token
 
+    from webapp.accounts.services import create_token
     from webapp.background.models import Status, Work
     from webapp.projects.models import Membership, Project, Role
 
@@ -108,7 +110,9 @@ def seed(users: int = 10, projects: int = 50) -> dict[str, Any]:
                for i in range(10)]
     client = Client()
     client.force_login(people[0])
-    return {"tokens": [Token.objects.create(user=u).key for u in people],
+    # Personal tokens, as users make them on their token page (DRF's legacy keys cost a
+    # second lookup per request).
+    return {"tokens": [create_token(u, "load benchmark")[1] for u in people],
             "projects": [p.pk for p in rows], "watched": [w.pk for w in watched],
             "cookie": f"sessionid={client.cookies['sessionid'].value}"}
 
@@ -131,6 +135,20 @@ def wait_http(port: int, path: str, timeout_s: float) -> None:
             pass
         time.sleep(0.5)
     raise RuntimeError(f"nothing answered 200 on :{port}{path} within {timeout_s} s")
+
+
+def warm_up(port: int, token: str, projects: list[int]) -> None:
+    """Each endpoint a few times on fresh connections before the clock starts: with
+    several server processes each new connection lands on one of them, and a process's
+    first requests import the API's code (seconds on a busy machine). Not measured: the
+    benchmark is about the steady state, not the first request after a deploy."""
+    headers = {"Authorization": f"Token {token}"}
+    for _ in range(10):
+        for path in ("/api/projects/", f"/api/work/?project={projects[0]}", "/healthz"):
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            conn.request("GET", path, headers=headers)
+            conn.getresponse().read()
+            conn.close()
 
 
 class Stats:
@@ -271,23 +289,42 @@ def monitor(database: str, server_pid: int, stop: threading.Event, out: dict[str
                threads_peak=max(threads, default=0), healthz=dict(health))
 
 
-def _cpu_s(pid: int) -> float:
-    """CPU seconds (user + system) the process has used so far."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return 0.0
+def _tree(pid: int) -> list[int]:
+    """`pid` and its children (the server's other Daphne processes, `--processes`)."""
+    found = [pid]
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            if ppid == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def _cpu_s(pid: int, tree: bool = True) -> float:
+    """CPU seconds (user + system) the process (and its children) used so far."""
+    total = 0.0
+    for each in _tree(pid) if tree else [pid]:
+        try:
+            fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError):
+            pass
+    return total
 
 
 def _threads(pid: int) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("Threads:"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
+    total = 0
+    for each in _tree(pid):
+        try:
+            for line in Path(f"/proc/{each}/status").read_text().splitlines():
+                if line.startswith("Threads:"):
+                    total += int(line.split()[1])
+        except OSError:
+            pass
+    return total
 
 
 def _healthz(port: int) -> int:
@@ -312,7 +349,12 @@ def main() -> None:
     parser.add_argument("--think-s", type=float, default=1.0)
     parser.add_argument("--database", default="heterps_h2")
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/2")
+    parser.add_argument("--server-processes", type=int, default=1,
+                        help="`manage.py up --processes`: Daphne processes on the port")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--append", metavar="HEADING", default="",
+                        help="append to --out as a section with this heading, instead of "
+                             "replacing it (e.g. the saturation run next to the main one)")
     args = parser.parse_args()
     assert 1 <= args.clients <= 500 and 0 <= args.viewers <= 500 and args.seconds <= 600
 
@@ -321,7 +363,8 @@ def main() -> None:
     port = free_port()
     logs = Path(env["HETERPS_VAR_DIR"])
     logs.mkdir(parents=True, exist_ok=True)
-    server = start([sys.executable, "manage.py", "up", "--port", str(port), "--no-demo"],
+    server = start([sys.executable, "manage.py", "up", "--port", str(port), "--no-demo",
+                    "--processes", str(args.server_processes)],
                    env, "heterps-web", logs / "load-server.log")
     worker = start([sys.executable, "-m", "celery", "-A", "workers", "worker", "--queues",
                     "interactive,long", "--concurrency", "1", "--without-gossip",
@@ -329,10 +372,11 @@ def main() -> None:
                    "heterps-worker", logs / "load-worker.log")
     try:
         wait_http(port, "/healthz", 120)
+        warm_up(port, data["tokens"][0], data["projects"])
         uptime_before = Path("/proc/loadavg").read_text().split()[:3]
         threads_before = _threads(server.pid)
         cpu_before, wall_before = _cpu_s(server.pid), time.monotonic()
-        client_cpu_before = _cpu_s(os.getpid())
+        client_cpu_before = _cpu_s(os.getpid(), tree=False)
         stats = Stats()
         stop = threading.Event()
         watch: dict[str, Any] = {}
@@ -356,8 +400,9 @@ def main() -> None:
         stop.set()
         monitor_thread.join(10)
         wall = time.monotonic() - 10 - wall_before
-        watch["cpu_share"] = (watch["cpu"] - cpu_before) / wall
-        watch["client_cpu_share"] = (_cpu_s(os.getpid()) - client_cpu_before) / wall
+        watch["cpu_s"] = watch["cpu"] - cpu_before
+        watch["cpu_share"] = watch["cpu_s"] / wall
+        watch["client_cpu_share"] = (_cpu_s(os.getpid(), tree=False) - client_cpu_before) / wall
         threads_after = _threads(server.pid)
         uptime_after = Path("/proc/loadavg").read_text().split()[:3]
         import psycopg
@@ -386,22 +431,31 @@ def write(args: Any, stats: Stats, ws: dict[str, Any], watch: dict[str, Any],
     everything = [t for times in stats.times.values() for t in times]
     errors = sum(stats.errors.values())
     p95 = percentile(everything, 0.95)
+    title = f"## {args.append}" if args.append else (
+        "# Load: API clients and websocket viewers on PostgreSQL + Redis")
+    sub = "###" if args.append else "##"
+    requests = len(everything)
+    cpu_ms = 1000 * watch.get("cpu_s", 0) / requests if requests else 0
     lines = [
-        "# Load: API clients and websocket viewers on PostgreSQL + Redis",
+        title,
         "",
         f"Measured {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC by `bench/load.py "
         f"--clients {args.clients} --viewers {args.viewers} --seconds {args.seconds:g} "
-        f"--think-s {args.think_s:g}` on {platform.node()} ({os.cpu_count()} cores, shared "
+        f"--think-s {args.think_s:g} --server-processes {args.server_processes}` on "
+        f"{platform.node()} ({os.cpu_count()} cores, shared "
         f"with other work: load average {' '.join(uptime_before)} before, "
         f"{' '.join(uptime_after)} after).",
         "",
         "Production shape on loopback: `manage.py up` (Daphne, psycopg pool, channels-redis), "
         "one `celery -A workers worker` (interactive + long, concurrency 1), PostgreSQL "
-        "127.0.0.1:5432 (max_connections 100), Redis 127.0.0.1:6379. Each API client is a "
-        f"thread with a keep-alive connection and {args.think_s:g} s between requests; ten "
-        "users, each a member of 50 projects (so the project list has 50 rows).",
+        "127.0.0.1:5432 (max_connections 100), Redis 127.0.0.1:6379. The server: "
+        f"{args.server_processes} Daphne process(es) on one port (each runs Python on one "
+        "core at a time, sync views in a thread per request, its own database pool). "
+        f"Each API client is a thread with a keep-alive connection and "
+        f"{args.think_s:g} s between requests; ten users with personal API tokens, each a "
+        "member of 50 projects (so the project list has 50 rows).",
         "",
-        f"**{len(everything)} API requests, {errors} errors, p50 "
+        f"**{requests} API requests ({requests / args.seconds:.1f}/s), {errors} errors, p50 "
         f"{percentile(everything, 0.5) * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms** "
         f"(goal: 0 errors, p95 < {P95_BAR_S * 1000:.0f} ms: "
         f"{'met' if errors == 0 and p95 < P95_BAR_S else 'NOT met'}).",
@@ -419,7 +473,7 @@ def write(args: Any, stats: Stats, ws: dict[str, Any], watch: dict[str, Any],
     if ws:
         delays = ws["delays"]
         lines += [
-            "", "## Websocket viewers", "",
+            "", f"{sub} Websocket viewers", "",
             f"{args.viewers} viewers on 10 work records advanced once a second: "
             f"{ws['connected']} connected, {ws['errors']} errors, {ws['events']} events "
             f"received; delay from report to viewer p50 {percentile(delays, 0.5) * 1000:.0f} "
@@ -428,24 +482,30 @@ def write(args: Any, stats: Stats, ws: dict[str, Any], watch: dict[str, Any],
         lines += [f"- `{s}`" for s in ws["samples"]]
     health = watch.get("healthz", {})
     lines += [
-        "", "## Health and resources", "",
+        "", f"{sub} Health and resources", "",
         f"- `/healthz` every 2 s during the run: {dict(sorted(health.items()))} "
         "(status: count; it must stay 200 while websockets are open).",
         f"- Database connections (pg_stat_activity of this database, sampled every second): "
         f"peak {watch.get('total_peak', 0)} in all, mean {watch.get('total_mean', 0):.1f}; "
         f"peak per application {dict(sorted(watch.get('peak', {}).items()))}; "
-        f"{idle_after} left 10 s after the load (the web pool keeps min_size=1). The web "
-        "server's pool is bounded at 20 (HETERPS_DB_POOL_MAX); requests beyond it wait.",
-        f"- Server threads: {threads_before} before, peak {watch.get('threads_peak', 0)}, "
+        f"{idle_after} left 10 s after the load (a pool closes idle connections after "
+        "minutes, not seconds). Each web server process's pool is bounded at 20 "
+        "(HETERPS_DB_POOL_MAX); requests beyond it wait.",
+        f"- Server threads (all processes): {threads_before} before, peak "
+        f"{watch.get('threads_peak', 0)}, "
         f"{threads_after} 10 s after the load.",
         f"- Server CPU during the load: {watch.get('cpu_share', 0):.2f} cores on average "
-        "(one Daphne process runs Python on at most one core at a time); this benchmark's "
-        f"own clients: {watch.get('client_cpu_share', 0):.2f} cores.",
+        f"({args.server_processes} process(es), each at most one core), "
+        f"{cpu_ms:.1f} ms per API request (the websocket events' share included); this "
+        f"benchmark's own clients: {watch.get('client_cpu_share', 0):.2f} cores.",
         "",
     ]
     text = "\n".join(lines)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text)
+    if args.append:
+        args.out.write_text(args.out.read_text().rstrip("\n") + "\n\n" + text)
+    else:
+        args.out.write_text(text)
     return text
 
 

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
+import signal
+import socket
+import subprocess
+import sys
 from typing import Any
 
 from django.conf import settings
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from webapp.background import leases, sweeper
 from webapp.demo import demo_wanted, load_demo
@@ -32,9 +38,22 @@ class Command(BaseCommand):
             "--worker-threads", type=int, default=2,
             help="threads of the embedded Celery worker (embedded mode only)",
         )
+        parser.add_argument(
+            "--processes", type=int, default=int(os.environ.get("HETERPS_WEB_PROCESSES", 1)),
+            help="Daphne processes sharing the port (channel layer on Redis only; one "
+                 "process runs Python on one core; each holds its own database pool). "
+                 "Default HETERPS_WEB_PROCESSES or 1",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         self.stdout.write(settings.MODE.describe())
+        processes = options["processes"]
+        if not 1 <= processes <= 64:
+            raise CommandError("--processes must be from 1 to 64")
+        if processes > 1 and settings.MODE.channels != "redis":
+            # An in-memory channel layer (and the embedded worker) live in one process:
+            # a second one would not see its websockets' events.
+            raise CommandError("--processes above 1 needs the Redis channel layer (REDIS_URL)")
         call_command("migrate", interactive=False, verbosity=0)
         # Hashed, compressed copies of static/ (webapp/staticstorage.py): seconds, and only
         # changed files are copied again.
@@ -64,7 +83,7 @@ class Command(BaseCommand):
         url = f"http://{options['host']}:{options['port']}/"
         self.stdout.write(self.style.SUCCESS(f"Serving HeterPS on {url} (Ctrl-C stops)"))
         try:
-            self._serve(options["host"], options["port"])
+            self._serve(options["host"], options["port"], processes)
         finally:
             self._shut_down(worker)
 
@@ -78,12 +97,47 @@ class Command(BaseCommand):
         if worker is not None:
             worker.stop(timeout_s=SHUTDOWN_S)
 
-    def _serve(self, host: str, port: int) -> None:
+    def _serve(self, host: str, port: int, processes: int) -> None:
         from daphne.cli import CommandLineInterface
 
-        CommandLineInterface().run(
-            # A websocket handshake waits for a database connection from the pool (the
-            # permission check); under load that takes longer than Daphne's default 5 s.
-            ["--bind", host, "--port", str(port), "--proxy-headers",
-             "--websocket_connect_timeout", "30", "webapp.asgi:application"]
-        )
+        # A websocket handshake waits for a database connection from the pool (the
+        # permission check); under load that takes longer than Daphne's default 5 s.
+        common = ["--proxy-headers", "--websocket_connect_timeout", "30",
+                  "webapp.asgi:application"]
+        if processes == 1:
+            CommandLineInterface().run(["--bind", host, "--port", str(port), *common])
+            return
+        # One listening socket per process on the same port (SO_REUSEPORT: the kernel
+        # spreads new connections evenly; one shared socket let the busiest process take
+        # most keep-alive clients). This process opens them all; the others are plain
+        # Daphnes adopting theirs (`--fd`); start-up work (migrations, the sweeper) stays
+        # here.
+        listeners = [socket.create_server((host, port), backlog=1024, reuse_port=True)
+                     for _ in range(processes)]
+        fds = []
+        for listener in listeners:
+            listener.setblocking(False)
+            fds.append(listener.fileno())
+        others = [subprocess.Popen([sys.executable, "-m", "daphne", "--fd", str(fd), *common],
+                                   pass_fds=(fd,), preexec_fn=_die_with_parent)
+                  for fd in fds[1:]]
+        self.stdout.write(f"{processes} server processes: this one and {[p.pid for p in others]}")
+        try:
+            CommandLineInterface().run(["--fd", str(fds[0]), *common])
+        finally:
+            for other in others:
+                other.send_signal(signal.SIGTERM)
+            for other in others:
+                try:
+                    other.wait(SHUTDOWN_S)
+                except subprocess.TimeoutExpired:
+                    other.kill()
+            for listener in listeners:
+                listener.close()
+
+
+def _die_with_parent() -> None:
+    """In a server child, before exec: SIGKILL when this process dies (Linux), so a
+    killed server leaves no Daphne behind holding the port."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
