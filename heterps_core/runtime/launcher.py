@@ -12,7 +12,6 @@ store's metric chunks, the cancel hook and the agents' exit reports every few mi
 from __future__ import annotations
 
 import json
-import math
 import signal
 import subprocess
 import tempfile
@@ -34,16 +33,11 @@ from heterps_core.runtime.binding import parse_target
 from heterps_core.runtime.compile import ALL_INTERFACES, RunConfig, binding_text, compile_run
 from heterps_core.runtime.compile import fingerprint as job_fingerprint
 from heterps_core.runtime.errors import RunCancelled, RunError, RunPreempted
-from heterps_core.runtime.liveness import Watchdog
 from heterps_core.runtime.metrics import Collector, MetricsSample, MetricsSink, no_metrics
 from heterps_core.runtime.spec import RankSpec
 
 POLL_S = 0.02
 FINAL_LOSS_STEPS = 10  # a run's loss is the mean of its last this many mini-batches
-# A drain's step is this far ahead of the last finished mini-batch (and at least this many
-# rounds): every stage must learn it before it gets there.
-DRAIN_LEAD_S = 3.0
-DRAIN_ROUNDS = 4
 __all__ = ["CancelHook", "Launcher", "RunConfig", "RunResult", "launch"]
 
 
@@ -91,8 +85,7 @@ class Launcher:
         self._store: dist.TCPStore | None = None
         self.log_dir = Path(config.log_dir) if config.log_dir else Path()  # made by start()
         self.address = ""
-        self._agents: list[agent.AgentInfo] = []
-        self._watchdog: Watchdog  # made by start(), with the store
+        self._liveness: liveness.Liveness  # made by start(), with the store
         self._drain_reason: str | None = None
         self._stop_at: int | None = None
 
@@ -105,7 +98,8 @@ class Launcher:
         if self.spec.checkpoint_dir is not None:
             checkpoint.check_job(self.spec.checkpoint_dir, job_fingerprint(self.spec))
         self._store = keys.serve(cfg.host, cfg.port)
-        self._watchdog = Watchdog(self._store)
+        self._liveness = liveness.Liveness(self._store, self.spec, cfg.watchdog_s,
+                                           cfg.heartbeat_timeout_s)
         host = "127.0.0.1" if cfg.host in (ALL_INTERFACES, "") else cfg.host
         self.address = f"{host}:{self._store.port}"
         self._store.set(keys.SPEC, self.spec.to_json())
@@ -150,7 +144,7 @@ class Launcher:
                 if not assigned:
                     assigned = agent.assign(store, spec, remote)
                     if assigned:
-                        self._agents = agent.assigned(store)
+                        self._liveness.agents = agent.assigned(store)
                     if not assigned and time.monotonic() > deadline:
                         needed = sorted({agent.resource_of(spec, r) for r in remote})
                         raise RunError(
@@ -210,80 +204,18 @@ class Launcher:
             self._drain_reason = self._store.get(keys.DRAIN).decode()
         if self._drain_reason is None:
             return
-        spec = self.spec
-        # Far enough ahead that every stage reads it (their heartbeat threads poll every
-        # BEAT_S) before reaching it, even the first stage, which runs ahead of the metrics.
-        rate = (collector.steady_throughput() or 0.0) / spec.train.batch_size
-        lead = max(DRAIN_ROUNDS * spec.round_steps, math.ceil(rate * DRAIN_LEAD_S))
-        rounds = spec.round_steps
-        stop_at = rounds * math.ceil((collector.step + lead) / rounds)
-        self._stop_at = min(stop_at, spec.train.steps)
+        rate = (collector.steady_throughput() or 0.0) / self.spec.train.batch_size
+        self._stop_at = liveness.drain_step(collector.step, rate, self.spec)
         self._store.set(keys.STOP_AT, str(self._stop_at))
 
-    # --- liveness: heartbeats of agents and processes ----------------------------------------
+    # --- liveness: heartbeats of agents and processes (liveness.py) --------------------------
 
     def _watch(self, training: bool) -> None:
-        """Fail the run naming a lost machine or a process that stopped (runtime/liveness.py).
-
-        Processes are watched once training runs: start-up (imports, the process group's
-        connections) may hold a process's interpreter longer than the watchdog allows."""
-        assert self._store is not None
-        for info in self._agents:
-            age = self._agent_age(info)
-            if age is not None and age > self.config.heartbeat_timeout_s:
-                self._stop_all()
-                raise RunError(self._lost_text(info, age), self._pid_tuple())
-        for rank in self.spec.ranks:
-            if rank.rank in self._exited or not training:
-                continue
-            age = self._watchdog.age(keys.beat(rank.rank))
-            if age is not None and age > self.config.watchdog_s:
-                where = liveness.where_text(self._store, rank.rank)
-                self._stop_all()
-                message = (
-                    f"{rank.describe()}{f' ({where})' if where else ''} stopped making "
-                    f"progress: no heartbeat for {age:.1f} s (the process is stopped or "
-                    f"frozen; the others were waiting on it)"
-                )
-                raise RunError(message + self._checkpoint_text(), self._pid_tuple())
-
-    def _agent_age(self, info: agent.AgentInfo) -> float | None:
-        """Seconds since the agent's last heartbeat; None when it ended on purpose."""
-        assert self._store is not None
-        if self._store.check([keys.agent_done(info.index)]):
-            return None
-        return self._watchdog.age(keys.agent_beat(info.index))
-
-    def _beats(self) -> dict[int, int]:
-        """Every agent's heartbeat counter now."""
-        assert self._store is not None
-        return {info.index: int(self._store.add(keys.agent_beat(info.index), 0))
-                for info in self._agents}
-
-    def _lost_agents(self, before: dict[int, int]) -> list[tuple[agent.AgentInfo, float]]:
-        """Agents whose heartbeat stopped: each proves alive (its counter moves past
-        `before`, read when the failure was noticed, or it says it is done) or stays
-        silent past the heartbeat timeout."""
-        assert self._store is not None
-        pending = {info.index: info for info in self._agents}
-        lost = []
-        deadline = time.monotonic() + self.config.heartbeat_timeout_s + 1.0
-        while pending and time.monotonic() < deadline:
-            for index, info in list(pending.items()):
-                age = self._agent_age(info)
-                moved = int(self._store.add(keys.agent_beat(index), 0)) != before[index]
-                if age is None or moved:
-                    del pending[index]
-                elif age > self.config.heartbeat_timeout_s:
-                    lost.append((info, age))
-                    del pending[index]
-            time.sleep(POLL_S)
-        return lost
-
-    def _lost_text(self, info: agent.AgentInfo, age: float) -> str:
-        ran = ", ".join(self.spec.ranks[r].describe() for r in info.ranks) or "no process"
-        return (f"machine {info.name} (agent {info.index}) was lost: no heartbeat for "
-                f"{age:.1f} s; it ran {ran}" + self._checkpoint_text())
+        """Fail the run naming a lost machine or a process that stopped."""
+        problem = self._liveness.problem(self._exited, training)
+        if problem is not None:
+            self._stop_all()
+            raise RunError(problem + self._checkpoint_text(), self._pid_tuple())
 
     def _checkpoint_text(self) -> str:
         step = self._checkpoint_step()
@@ -309,14 +241,13 @@ class Launcher:
         # Peers of a dead process fail soon after it with connection errors: wait a moment,
         # then blame a lost machine (its processes died with it and report nothing), a
         # process killed by a signal, or else the first one seen.
-        before = self._beats()  # a lost machine is dead by now: its counter stays put
+        before = self._liveness.beats()
         time.sleep(0.2)
-        lost = self._lost_agents(before) if self._agents else []
+        lost = self._liveness.lost_machine(before)
         self._stop_all()
         if lost:
-            info, age = lost[0]
             others = sum(1 for c in self._exited.values() if c != 0)
-            message = self._lost_text(info, age)
+            message = lost + self._checkpoint_text()
             if others:
                 message += f" ({others} other process{'es' if others > 1 else ''} failed after it)"
             raise RunError(message, self._pid_tuple())

@@ -16,19 +16,31 @@ clock skew between machines), when each last moved.
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import threading
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch.distributed as dist
 
 from heterps_core import rendezvous as keys
+from heterps_core.runtime.spec import JobSpec
+
+if TYPE_CHECKING:  # agent.py imports this module
+    from heterps_core.runtime.agent import AgentInfo
 
 BEAT_S = 0.5
 WATCHDOG_S = 10.0  # a job process without a heartbeat this long is named (well within 30 s)
 AGENT_TIMEOUT_S = 5.0  # an agent without a heartbeat this long (and not done) is lost
+POLL_S = 0.02
+# A drain's step is this far ahead of the last finished mini-batch (and at least this many
+# rounds): every stage must learn it before it gets there.
+DRAIN_LEAD_S = 3.0
+DRAIN_ROUNDS = 4
 
 
 class Heartbeat:
@@ -81,6 +93,84 @@ class Watchdog:
             self._seen[key] = _Seen(value, now)
             return 0.0
         return now - seen.since
+
+
+class Liveness:
+    """The launcher's judgement of heartbeats: a lost machine, a stopped process."""
+
+    def __init__(self, store: dist.Store, spec: JobSpec, watchdog_s: float,
+                 heartbeat_timeout_s: float) -> None:
+        self.store = store
+        self.spec = spec
+        self.watchdog_s = watchdog_s
+        self.heartbeat_timeout_s = heartbeat_timeout_s
+        self.watchdog = Watchdog(store)
+        self.agents: list[AgentInfo] = []  # set once the launcher has assigned them
+
+    def problem(self, exited: Collection[int], training: bool) -> str | None:
+        """What is wrong now, as the start of an error message (None: all beat).
+
+        Processes are watched once training runs: start-up (imports, the process group's
+        connections) may hold a process's interpreter longer than the watchdog allows."""
+        for info in self.agents:
+            age = self._agent_age(info)
+            if age is not None and age > self.heartbeat_timeout_s:
+                return self._lost_text(info, age)
+        for rank in self.spec.ranks:
+            if rank.rank in exited or not training:
+                continue
+            age = self.watchdog.age(keys.beat(rank.rank))
+            if age is not None and age > self.watchdog_s:
+                where = where_text(self.store, rank.rank)
+                return (
+                    f"{rank.describe()}{f' ({where})' if where else ''} stopped making "
+                    f"progress: no heartbeat for {age:.1f} s (the process is stopped or "
+                    f"frozen; the others were waiting on it)"
+                )
+        return None
+
+    def beats(self) -> dict[int, int]:
+        """Every agent's heartbeat counter now (read when a failure is noticed)."""
+        return {info.index: int(self.store.add(keys.agent_beat(info.index), 0))
+                for info in self.agents}
+
+    def lost_machine(self, before: dict[int, int]) -> str | None:
+        """After a failure: the machine that was lost, if one was. Each agent proves alive
+        (its counter moves past `before`, or it says it is done) or stays silent past the
+        heartbeat timeout; a lost machine is dead by the time its peers fail, so its
+        counter stays put."""
+        pending = {info.index: info for info in self.agents}
+        deadline = time.monotonic() + self.heartbeat_timeout_s + 1.0
+        while pending and time.monotonic() < deadline:
+            for index, info in list(pending.items()):
+                age = self._agent_age(info)
+                moved = int(self.store.add(keys.agent_beat(index), 0)) != before[index]
+                if age is None or moved:
+                    del pending[index]
+                elif age > self.heartbeat_timeout_s:
+                    return self._lost_text(info, age)
+            time.sleep(POLL_S)
+        return None
+
+    def _agent_age(self, info: AgentInfo) -> float | None:
+        """Seconds since the agent's last heartbeat; None when it ended on purpose."""
+        if self.store.check([keys.agent_done(info.index)]):
+            return None
+        return self.watchdog.age(keys.agent_beat(info.index))
+
+    def _lost_text(self, info: AgentInfo, age: float) -> str:
+        ran = ", ".join(self.spec.ranks[r].describe() for r in info.ranks) or "no process"
+        return (f"machine {info.name} (agent {info.index}) was lost: no heartbeat for "
+                f"{age:.1f} s; it ran {ran}")
+
+
+def drain_step(finished: int, steps_per_s: float, spec: JobSpec) -> int:
+    """The step at which every stage checkpoints and ends after a drain request: whole
+    rounds, far enough ahead that every stage reads it (their heartbeat threads poll every
+    BEAT_S) before reaching it, even the first stage, which runs ahead of the metrics."""
+    rounds = spec.round_steps
+    lead = max(DRAIN_ROUNDS * rounds, math.ceil(steps_per_s * DRAIN_LEAD_S))
+    return min(rounds * math.ceil((finished + lead) / rounds), spec.train.steps)
 
 
 def where_text(store: dist.Store, rank: int) -> str:

@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from heterps_core.plan import Plan, ServerPlacement
-from heterps_core.runtime import checkpoint
+from heterps_core.runtime import checkpoint, liveness
 from heterps_core.runtime.binding import Target
 from heterps_core.runtime.errors import RunConfigError, RunError, RunPreempted
 from heterps_core.runtime.launcher import Launcher, RunConfig, launch
@@ -204,3 +204,11 @@ def test_sigterm_on_the_coordinator_writes_a_final_checkpoint_and_a_cut_one_is_r
                                              r"from: .* has no MANIFEST.json: it is incomplete"):
         Launcher(RunConfig(plan=two_stage_plan, train=train, checkpoint_dir=str(ckpt),
                            resume=True))
+
+
+def test_the_drain_step_is_in_whole_rounds_ahead_of_what_the_metrics_saw(jobs) -> None:
+    plan = jobs.plan_for(["cpu", "cpu-b", "cpu-b", "cpu-b"], [2, 3])  # rounds of 6
+    spec = Launcher(RunConfig(plan=plan, train=jobs.settings(600))).spec
+    assert liveness.drain_step(10, 0.0, spec) == 36  # at least 4 rounds ahead
+    assert liveness.drain_step(10, 100.0, spec) == 312  # 3 s at 100 steps/s
+    assert liveness.drain_step(590, 100.0, spec) == 600  # never past the run's end
