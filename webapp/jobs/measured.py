@@ -9,12 +9,14 @@ that differ from the prediction by more than the threshold and offers to re-plan
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.conf import settings
 
 from heterps_core.runtime.throughput import is_substitute
+from webapp.environment import SettingsError
 from webapp.jobs.models import Job, MeasuredStage
 from webapp.jobs.options import PIPELINE
 
@@ -23,7 +25,28 @@ DEFAULT_THRESHOLD = 0.15
 
 
 def threshold() -> float:
-    return float(getattr(settings, "HETERPS_MEASURED_THRESHOLD", DEFAULT_THRESHOLD))
+    """The share (0.15 = 15%) by which measured may differ from predicted before a stage is
+    flagged and re-planning is offered: settings.HETERPS_MEASURED_THRESHOLD, else the
+    environment's HETERPS_MEASURED_THRESHOLD, else 0.15."""
+    given = getattr(settings, "HETERPS_MEASURED_THRESHOLD", None)
+    if given is not None:
+        return float(given)
+    return threshold_from(os.environ)
+
+
+def threshold_from(env: Mapping[str, str]) -> float:
+    raw = env.get("HETERPS_MEASURED_THRESHOLD")
+    if raw is None or not raw.strip():
+        return DEFAULT_THRESHOLD
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SettingsError("HETERPS_MEASURED_THRESHOLD",
+                            f"must be a share such as 0.15 (15%), got {raw!r}") from None
+    if not 0 < value <= 10:
+        raise SettingsError("HETERPS_MEASURED_THRESHOLD",
+                            f"must be greater than 0 and at most 10 (1000%), got {raw!r}")
+    return value
 
 
 def record(job: Job, run: int, stages: Iterable[Mapping[str, Any]], step: int,

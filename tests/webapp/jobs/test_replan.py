@@ -182,3 +182,18 @@ def test_no_offer_without_a_planning_request(personas: Any, source: Any) -> None
     job = services.approve(personas.member, source, RunOptions(steps=8), start=False)
     offer = replan.offer(job)
     assert not offer.available and "not made by a planning request" in offer.reason
+
+
+@pytest.mark.parametrize(("raw", "expected"), [(None, 0.15), ("", 0.15), ("0.3", 0.3)])
+def test_the_threshold_is_a_setting(raw: str | None, expected: float) -> None:
+    env = {} if raw is None else {"HETERPS_MEASURED_THRESHOLD": raw}
+    assert measured.threshold_from(env) == expected
+
+
+@pytest.mark.parametrize("raw", ["15%", "0", "-1", "nan"])
+def test_a_bad_threshold_names_the_variable(raw: str) -> None:
+    from webapp.environment import SettingsError
+
+    with pytest.raises(SettingsError) as bad:
+        measured.threshold_from({"HETERPS_MEASURED_THRESHOLD": raw})
+    assert "HETERPS_MEASURED_THRESHOLD" in str(bad.value)
