@@ -5,6 +5,7 @@
     .venv/bin/python bench/ps.py speed [--steps 200] [--repeats 3]
     .venv/bin/python bench/ps.py scale [--steps 100]
     .venv/bin/python bench/ps.py profile [--steps 600] [--label before] [--rate 100]
+    .venv/bin/python bench/ps.py cache [--steps 200] [--repeats 2] [--rows 100000] [--staleness 2]
 
 `memory`: CTR-DNN `production` (26 fields x 60M rows, dim 10: 62 GB of rows if they all
 existed), an embedding stage + a dense stage (one unit each, async), sparse Adam on the
@@ -43,6 +44,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -350,6 +352,48 @@ def bench_scale(steps: int) -> str:
     return head + "\n" + "\n".join(lines) + "\n"
 
 
+# --- hot-row cache ---------------------------------------------------------------------------
+
+
+def bench_cache(steps: int, repeats: int, rows: int, staleness: int) -> str:
+    started = dt.datetime.now(dt.UTC)
+    load = _load()
+    lines = [
+        "| size | cache | samples/s (best of "
+        f"{repeats}) | rows pulled per mini-batch | loss, mean of the last 20 |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for size in ("small", "production"):
+        settings = {"off": _train("ctr_dnn", size, steps),
+                    f"{rows:,} rows, staleness {staleness}": replace(
+                        _train("ctr_dnn", size, steps), cache_rows=rows,
+                        cache_staleness=staleness)}
+        best: dict[str, RunResult] = {}
+        for _ in range(repeats):  # alternated
+            for label, train in settings.items():
+                result = _run(train, TWO_STAGES, 1)
+                if label not in best or result.throughput > best[label].throughput:
+                    best[label] = result
+        for label, result in best.items():
+            pulled = sum(int(s.get("rows_pulled", 0)) for s in result.process_stats.values())
+            tail = result.losses[-20:]
+            lines.append(f"| {size} | {label} | {result.throughput:,.0f} "
+                         f"| {pulled / steps:,.0f} | {sum(tail) / len(tail):.4f} |")
+            print(lines[-1], flush=True)
+    head = (
+        "## Hot-row cache: (b) with and without it\n\n"
+        f"Measured {started:%Y-%m-%d %H:%M} UTC with `python bench/ps.py cache --steps {steps} "
+        f"--repeats {repeats} --rows {rows} --staleness {staleness}`; load average at start "
+        f"{load}, at end {_load()} (shared machine).\n\n"
+        "(b) of the speed table (async, one shard), CTR-DNN, mini-batches of 1,000, without "
+        "and with the stages' hot-row cache (docs/runtime.md): rows per table kept, rounds a "
+        "cached row is read after its pull. *Rows pulled* counts the rows the shard sent "
+        "(all tables). The cache changes what the rows read are (up to the staleness bound "
+        "old), so the losses differ.\n"
+    )
+    return head + "\n" + "\n".join(lines) + "\n"
+
+
 # --- profile ---------------------------------------------------------------------------------
 
 # Frames every training sample of a process passes through (they say nothing).
@@ -459,6 +503,11 @@ def main() -> None:
     speed.add_argument("--repeats", type=int, default=3)
     scale = sub.add_parser("scale", help="time per mini-batch vs rows per field")
     scale.add_argument("--steps", type=int, default=100)
+    cache = sub.add_parser("cache", help="(b) with and without the hot-row cache")
+    cache.add_argument("--steps", type=int, default=200)
+    cache.add_argument("--repeats", type=int, default=2)
+    cache.add_argument("--rows", type=int, default=100_000)
+    cache.add_argument("--staleness", type=int, default=2)
     prof = sub.add_parser("profile", help="py-spy profile of (b), CTR-DNN small")
     prof.add_argument("--steps", type=int, default=600)
     prof.add_argument("--label", default="before")
@@ -469,6 +518,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.part == "_profiled":
         _profiled_run(args.steps, args.out)
+        return
+    if args.part == "cache":
+        write_section("cache", bench_cache(args.steps, args.repeats, args.rows, args.staleness))
+        print(f"wrote {DOC}")
         return
     if args.part == "profile":
         write_section(f"profile-{args.label}", bench_profile(args.steps, args.label, args.rate))
