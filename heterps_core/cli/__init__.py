@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from heterps_core.cli import remote
 from heterps_core.cli.base import Command
 from heterps_core.errors import HeterPSError
+from heterps_core.runtime.errors import RunPreempted
 
 COMMANDS: list[type[Command]] = []
 
@@ -38,6 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+EXIT_PREEMPTED = 75  # the run checkpointed and stopped early; `--resume` continues
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if remote.wants_server(argv):
@@ -46,6 +50,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args._command().run(args))
+    except RunPreempted as exc:
+        # Not bad input: a drained run (a spot notice) to resume; sysexits' EX_TEMPFAIL.
+        print(f"heterps {args.command}: stopped: {exc}", file=sys.stderr)
+        return EXIT_PREEMPTED
     except HeterPSError as exc:
         print(f"heterps {args.command}: error: {exc}", file=sys.stderr)
         return 2
