@@ -8,6 +8,7 @@ PostgreSQL + Redis (the worker in-process either way)."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ def _planned(personas: Any) -> Any:
     from heterps_core.profiler import ProfileOptions, profile_zoo_model
     from heterps_core.schedulers.exact import exact_plan
     from webapp.background import services as work_services
+    from webapp.background.models import FINISHED, Status
     from webapp.catalogue.demo import CatalogueDemo
     from webapp.catalogue.models import ResourceType
     from webapp.modelzoo.services import add_zoo_model
@@ -68,7 +70,15 @@ def _planned(personas: Any) -> Any:
         assert target < 1e8, "no target splits the chain between the two types"
     request = planning.start_planning(personas.member, model, cluster, target, ["exact"],
                                       batch_size=BATCH)
+    # The in-process worker may have taken the work already: then this call leaves it to
+    # that worker, and the test waits for it to finish.
     work_services.run_work(request.work_id)
+    deadline = time.monotonic() + 120
+    request.work.refresh_from_db()
+    while request.work.status not in FINISHED and time.monotonic() < deadline:
+        time.sleep(0.2)
+        request.work.refresh_from_db()
+    assert request.work.status == Status.SUCCEEDED, (request.work.status, request.work.error)
     return model, request.results.get(chosen=True)
 
 
