@@ -43,10 +43,9 @@ def run_accrual(job: Job, series: list[dict[str, Any]]) -> dict[str, Any] | None
     summary = job.summary or {}
     last = series[-1]
     held = float(summary.get("elapsed_s") or last["elapsed_s"])
-    began = summary.get("startup_s", last.get("startup_s"))
-    span = float(summary.get("span_s", last.get("span_s")) or 0.0)
-    trained = began is not None and span > 0
-    if not trained:  # no second mini-batch finished: every second held was starting
+    began, span, approx = _phases(summary, series)
+    trained = began is not None
+    if not trained:  # no mini-batch finished: every second held was starting
         began, span = held, 0.0
     startup = min(float(began or 0.0), held)
     stopping = max(held - startup - span, 0.0)
@@ -67,6 +66,7 @@ def run_accrual(job: Job, series: list[dict[str, Any]]) -> dict[str, Any] | None
     return {
         "rows": rows, "held_s": held, "startup_s": startup, "span_s": span,
         "stopping_s": stopping, "trained": trained, "price_source": price_source,
+        "phases_approximate": approx, "finished_batches": int(last.get("step") or 0),
         "accrued": total, "cost_per_hour": sum(r["cost_per_hour"] for r in rows),
         # What the runtime accrued for the run (plan $/hour x held time), to compare.
         "runtime_accrued": float(summary.get("cost") or last["cost"]),
@@ -75,6 +75,23 @@ def run_accrual(job: Job, series: list[dict[str, Any]]) -> dict[str, Any] | None
         "idle_usd": sum(r["idle"] or 0.0 for r in rows),
         "stopping_usd": sum(r["stopping"] for r in rows),
     }
+
+
+def _phases(summary: dict[str, Any], series: list[dict[str, Any]]
+            ) -> tuple[float | None, float, bool]:
+    """Start-up (s to the first finished mini-batch) and span (first to last finished), and
+    whether they are read off the stored samples (a run without a summary yet: running,
+    failed or cancelled), which places each within one report window."""
+    if summary.get("startup_s") is not None:
+        return float(summary["startup_s"]), float(summary.get("span_s") or 0.0), False
+    trained = [row for row in series if int(row.get("step") or 0) > 0]
+    if not trained:
+        return None, 0.0, True
+    first = trained[0]
+    moved = [row for i, row in enumerate(series)
+             if i and int(row.get("step") or 0) > int(series[i - 1].get("step") or 0)]
+    last = moved[-1] if moved else first
+    return float(first["elapsed_s"]), float(last["elapsed_s"]) - float(first["elapsed_s"]), True
 
 
 def _row(label: str, resource: str, units: int, price: float, held: float, startup: float,

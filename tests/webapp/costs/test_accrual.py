@@ -66,3 +66,26 @@ def test_a_real_runs_stages_add_up_to_what_it_accrued(login: Any, personas: Any,
     page = login(personas.viewer).get(f"/jobs/{job.pk}/").content.decode()
     assert 'id="accrual-stages"' in page and 'id="failed-start"' not in page
     assert f"<th>{usd(run['accrued'])}</th>" in page
+
+
+def test_a_run_that_failed_mid_way_is_split_from_its_samples(
+    login: Any, personas: Any, source: Any
+) -> None:
+    """No summary (the run failed at step 6): start-up ends at the first sample past step 0
+    and training at the last sample whose step moved, each within one report window."""
+    job = services.approve(personas.member, source, RunOptions(steps=8))
+    rate = job.predicted_cost_per_hour / 3600
+    for elapsed, step in ((0.5, 0), (1.0, 0), (1.5, 2), (2.0, 4), (2.5, 6), (3.0, 6)):
+        services.record_sample(job.pk, 1, {
+            "step": step, "total_steps": 8, "elapsed_s": elapsed, "samples_per_s": 0.0,
+            "loss": None, "cost": rate * elapsed, "stages": []}, base_cost=0.0)
+    Work.objects.filter(pk=job.work_id).update(status=Status.FAILED)
+    job = Job.objects.select_related("work").get(pk=job.pk)
+    run = accrual.run_accrual(job, services.metrics_series(job))
+    assert run is not None and run["trained"] and run["phases_approximate"]
+    assert (run["startup_s"], run["span_s"], run["stopping_s"]) == (1.5, 1.0, 0.5)
+    assert run["accrued"] == pytest.approx(rate * 3.0)
+    assert run["startup_usd"] + run["stopping_usd"] + sum(
+        r["training"] for r in run["rows"]) == pytest.approx(run["accrued"])
+    page = login(personas.viewer).get(f"/jobs/{job.pk}/").content.decode()
+    assert 'id="failed-start"' not in page and "within one report window" in page
