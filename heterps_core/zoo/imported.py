@@ -139,6 +139,13 @@ class FactoryModel(ZooModel):
         torch.manual_seed(seed)
         return load_factory(self.spec)
 
+    def _signature_module(self) -> nn.Module:
+        cached = self.__dict__.get("_signature")
+        if cached is None:
+            with torch.random.fork_rng():
+                cached = self.__dict__["_signature"] = self.module(0)
+        return cached
+
     def build(self, config: ModelConfig, seed: int = 0) -> ChainModel:
         # Tracing runs the module, so it is built for real even where zoo models are built
         # on `meta` to read their sizes (user models are small enough for that).
@@ -149,7 +156,10 @@ class FactoryModel(ZooModel):
         return FactoryChain(list(chain.layers))  # type: ignore[arg-type]
 
     def batches(self, config: ModelConfig, batch_size: int, seed: int = 0) -> Iterator[Batch]:
-        module = self.module(seed)
+        # Only forward()'s argument names are read from it. A stage replica asks for one
+        # batch per call (zoo/data.py indexed_batches): building the module (and reseeding
+        # torch's global generator) each time cost as much as the step itself.
+        module = self._signature_module()
         gen = torch.Generator().manual_seed(seed)
         step = 0
         while True:
