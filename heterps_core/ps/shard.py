@@ -85,10 +85,17 @@ class Shard:
     def nbytes(self) -> int:
         return sum(t.store.nbytes for t in self.tables)
 
-    def state_dict(self) -> dict[str, Any]:
-        """Every table's rows, optimiser state and index (call between rounds: nothing
-        pending)."""
-        assert not any(t.pending for t in self.tables), "checkpoint with pushes pending"
+    def state_dict(self, step: int | None = None) -> dict[str, Any]:
+        """Every table's rows, optimiser state and index as of the last applied round (of
+        checkpoint `step`, when given). In sync mode a replica that is done with that round
+        may already have pushed part of the next one before the last replica's checkpoint
+        marker arrived: such a partial round is left out, since the resumed run computes
+        and pushes it again."""
+        for t in self.tables:
+            if step is not None and self.synchronous:
+                assert t.applied_round == step // t.replicas - 1, (
+                    f"checkpoint at step {step}: round {t.applied_round} applied")
+            assert all(r > t.applied_round for r in t.pending), "an applied round is pending"
         return {"tables": [t.store.state_dict() for t in self.tables]}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:

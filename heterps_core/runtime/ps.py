@@ -130,7 +130,7 @@ class ParameterServer:
             del self._markers[key]
             assert self.spec.checkpoint_dir is not None
             rank = self.spec.ps_ranks()[self.shard_index]
-            save_part(self.spec.checkpoint_dir, step, rank, self.shard.state_dict())
+            save_part(self.spec.checkpoint_dir, step, rank, self.shard.state_dict(step))
 
     def stats(self) -> dict[str, int]:
         """Rows held, the bytes of rows, optimiser state and index, rows pulled (for the run

@@ -50,3 +50,20 @@ def test_a_resumed_shard_expects_the_round_after_its_checkpoint() -> None:
     assert resumed.rows() == [4, 1]
     ids = torch.arange(4)
     assert torch.equal(resumed.pull(0, ids), first.pull(0, ids))
+
+
+def test_a_checkpoint_leaves_out_a_round_one_replica_already_began() -> None:
+    """Sync, two writers: replica 0 is done with round 1 and pushes round 2 before replica
+    1's checkpoint marker for step 4 reaches the server (seen in a web run). The saved state
+    is that of step 4; the resumed run pushes round 2 again."""
+    shard = Shard([_spec(replicas=2)], synchronous=True)
+    for round_ in range(2):
+        for writer in range(2):
+            shard.push(0, round_, torch.tensor([writer]), torch.ones(1, 3))
+    at_step_4 = shard.pull(0, torch.arange(2)).clone()
+    shard.push(0, 2, torch.tensor([0]), torch.full((1, 3), 9.0))  # replica 0, round 2
+    state = shard.state_dict(step=4)
+    resumed = Shard([_spec(replicas=2)], synchronous=True, start_step=4)
+    resumed.load_state_dict(state)
+    assert resumed.ready(0, 2) and not resumed.ready(0, 3)
+    assert torch.equal(resumed.pull(0, torch.arange(2)), at_step_4)
