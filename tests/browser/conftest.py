@@ -28,6 +28,13 @@ def plain_static_names(settings: Any) -> None:
     }
 
 
+@pytest.fixture(autouse=True)
+def job_logs_in_tmp(settings: Any, tmp_path: Any) -> None:
+    """Runs write logs and checkpoints under VAR_DIR/jobs/<id>: a fresh test database
+    numbers its jobs from 1 again, so each test gets its own folder."""
+    settings.VAR_DIR = tmp_path
+
+
 @pytest.fixture
 def browser(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """Per test, so Playwright's event loop is gone before pytest-django flushes the
