@@ -33,7 +33,19 @@ class JobRunKind(WorkKind):
             raise ValidationError({"job": f"no job {job_id!r}"})
         if not isinstance(run, int) or run < 1:
             raise ValidationError({"run": f"must be a positive run number, got {run!r}"})
-        return {"job": job_id, "run": run}
+        cleaned: dict[str, Any] = {"job": job_id, "run": run}
+        resume = params.get("resume")
+        if resume is not None:
+            # A restart's checkpoint: step `step` of an earlier run of the same job.
+            earlier, step = (resume.get("run"), resume.get("step")) if isinstance(
+                resume, dict) else (None, None)
+            if not (isinstance(earlier, int) and 1 <= earlier < run
+                    and isinstance(step, int) and step >= 1):
+                raise ValidationError({"resume": (
+                    f"must be {{\"run\": an earlier run (1..{run - 1}), \"step\": a positive "
+                    f"step}}, got {resume!r}")})
+            cleaned["resume"] = {"run": earlier, "step": step}
+        return cleaned
 
     def run(self, ctx: WorkContext) -> dict[str, Any]:
         job = Job.objects.get(pk=ctx.params["job"])

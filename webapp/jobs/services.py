@@ -20,20 +20,24 @@ from django.db.models import F
 from heterps_core.errors import InstanceError
 from heterps_core.plan import Plan
 from webapp.background import services as work_services
+from webapp.background.models import Status
 from webapp.jobs import runners
 from webapp.jobs.models import Job, JobMetric
 from webapp.jobs.options import PlanSource, RunOptions
 from webapp.jobs.records import finish_run, log, publish_sample, record_sample, sample_group
+from webapp.jobs.runners.resume import ResumePoint
 from webapp.projects.permissions import Action, AnyUser, check
 
 RUN_KIND = "job-run"
+# A restart after these continues from the run's checkpoint; after a success it starts anew.
+RESUMABLE = frozenset({Status.FAILED, Status.CANCELLED})
 MAX_STEPS = 1_000_000
 DEFAULT_BATCH = 64  # when neither the person approving nor the plan's request gives one
 
 __all__ = [
     "PlanSource", "RunOptions", "approve", "approve_plan", "cancel", "finish_run", "log",
-    "metrics_series", "page", "publish_sample", "record_sample", "restart", "sample_group",
-    "source_of", "start_run", "state",
+    "metrics_series", "page", "publish_sample", "record_sample", "restart", "resume_point",
+    "sample_group", "source_of", "start_run", "state",
 ]
 
 
@@ -108,25 +112,48 @@ def approve(
     return job
 
 
-def start_run(user: User, job: Job) -> Job:
-    """Queue a new run of the job (its first, or a restart once the last one finished)."""
+def start_run(user: User, job: Job, resume: bool = False) -> Job:
+    """Queue a new run of the job (its first, or a restart once the last one finished);
+    `resume`: from the checkpoint the last run left, if it failed or was cancelled."""
     check(user, job.project_id, Action.EDIT)
     with transaction.atomic():
         job = Job.objects.select_for_update(of=("self",)).select_related("work").get(pk=job.pk)
         if job.active and job.work is not None:
             raise ValidationError({"job": f"run {job.runs} is still {job.status}"})
-        work = work_services.start_work(
-            user, job.project, RUN_KIND, {"job": job.pk, "run": job.runs + 1}
-        )
-        Job.objects.filter(pk=job.pk).update(work=work, runs=F("runs") + 1, last_step=0,
+        run = job.runs + 1
+        point = resume_point(job) if resume else None
+        params: dict[str, Any] = {"job": job.pk, "run": run}
+        if point is not None:
+            params["resume"] = point.to_params()
+        work = work_services.start_work(user, job.project, RUN_KIND, params)
+        Job.objects.filter(pk=job.pk).update(work=work, runs=F("runs") + 1,
+                                             last_step=point.step if point else 0,
                                              last_throughput=None, last_loss=None,
                                              summary=None)  # nothing of the last run's
-        log(job.pk, f"run {job.runs + 1} queued by {user.get_username()}")
+        log(job.pk, f"run {run} queued by {user.get_username()}")
+        if resume and job.runs:
+            log(job.pk, f"run {run} resumes from {point.text()}" if point
+                else f"{_why_from_zero(job)}: starting from step 0")
     return Job.objects.select_related("work", "project").get(pk=job.pk)
 
 
 def restart(user: User, job: Job) -> Job:
-    return start_run(user, job)
+    """A new run; it resumes from the newest complete checkpoint of the latest run when that
+    run failed (a lost worker, a spot notice, an error) or was cancelled."""
+    return start_run(user, job, resume=True)
+
+
+def resume_point(job: Job) -> ResumePoint | None:
+    """Where a restart of the job would continue from (None: step 0)."""
+    if job.work is None or job.work.status not in RESUMABLE:
+        return None
+    return runners.get(job.runner).resume_point(job)
+
+
+def _why_from_zero(job: Job) -> str:
+    if job.work is not None and job.work.status not in RESUMABLE:
+        return f"run {job.runs} {job.work.status}"
+    return "no complete checkpoint"
 
 
 def cancel(user: AnyUser, job: Job) -> Job:
@@ -150,8 +177,11 @@ def metrics_series(job: Job, run: int | None = None) -> list[dict[str, Any]]:
 
 
 def page(job: Job, series: list[dict[str, Any]]) -> dict[str, Any]:
-    """The job page's runner parts: their templates and the context they need."""
-    return runners.get(job.runner).page(job, series)
+    """The job page's runner parts: their templates and the context they need, and the step
+    its Restart button continues from."""
+    point = None if job.active else resume_point(job)
+    return {**runners.get(job.runner).page(job, series),
+            "restart_step": point.step if point else 0}
 
 
 def state(job: Job) -> dict[str, Any]:

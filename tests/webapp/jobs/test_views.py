@@ -74,7 +74,7 @@ def test_cancel_then_restart_from_the_page(login: Any, personas: Any, job: Job) 
     job.refresh_from_db()
     assert job.work.status == "cancelled"
     page = client.get(f"/jobs/{job.pk}/").content.decode()
-    assert "Restart</button>" in page
+    assert "Restart from step 0</button>" in page  # no checkpoint: the run never started
     client.post(f"/jobs/{job.pk}/restart/")
     job.refresh_from_db()
     assert job.runs == 2 and job.work.status == "queued"

@@ -23,6 +23,7 @@ from webapp.background.context import WorkCancelled, WorkContext
 from webapp.jobs import records
 from webapp.jobs.models import Job
 from webapp.jobs.options import PlanSource, RunOptions
+from webapp.jobs.runners.resume import ResumePoint
 
 
 @dataclass
@@ -95,6 +96,11 @@ class JobRunner:
             "runner_summary": f"{folder}/{self.name}_summary.html",
             "throughput_label": "measured", "estimate_note": "",
         }
+
+    def resume_point(self, job: Job) -> ResumePoint | None:
+        """Where a restart of `job` continues from: a checkpoint its latest run left behind
+        (asked only when that run failed or was cancelled). None: from step 0."""
+        return None
 
     def flushed_throughput(self, job: Job) -> float | None:
         """The estimate this run can reach at most when below the plan's (else None)."""

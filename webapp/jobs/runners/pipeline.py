@@ -10,6 +10,7 @@ could serve it.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from heterps_core.runtime.compile import (
     default_checkpoint_every,
     default_micro_batches,
 )
+from heterps_core.runtime.errors import RunError
 from heterps_core.runtime.throughput import error, is_substitute, run_summary
 from webapp.background.context import WorkCancelled
 from webapp.jobs import measured, records
@@ -33,10 +35,13 @@ from webapp.jobs.measured import threshold
 from webapp.jobs.models import Job
 from webapp.jobs.options import PIPELINE, PlanSource, RunOptions
 from webapp.jobs.runners.base import JobRunner, RunContext
+from webapp.jobs.runners.resume import ResumePoint, link_step, newest_checkpoint, unlink_step
 from webapp.modelzoo import loading
 from workers import agents
 
 TARGETS_HELP = "cpu, cpu:THREADS, cuda:N, remote or remote:cuda"
+# The runtime's fields for a checkpoint it will not resume from (compile's checks).
+RESUME_FIELDS = frozenset({"checkpoint", "resume"})
 
 
 def sync_mode_choices() -> list[tuple[str, str]]:
@@ -46,6 +51,10 @@ def sync_mode_choices() -> list[tuple[str, str]]:
 
 def log_dir(job_id: int, run: int) -> Path:
     return Path(settings.VAR_DIR) / "jobs" / str(job_id) / f"run-{run}"
+
+
+def checkpoint_dir(job_id: int, run: int) -> Path:
+    return log_dir(job_id, run) / "checkpoints"
 
 
 def run_config(job: Job, log_path: Path | None = None) -> RunConfig:
@@ -118,13 +127,15 @@ class PipelineRunner(JobRunner):
         # Scaled like the job's own estimate (it may be for another batch size).
         return job.predicted_throughput * most / plan.throughput
 
+    def resume_point(self, job: Job) -> ResumePoint | None:
+        step = newest_checkpoint(checkpoint_dir(job.pk, job.runs), below=job.steps)
+        return None if step is None else ResumePoint(run=job.runs, step=step)
+
     def execute(self, job: Job, run: RunContext) -> dict[str, Any]:
-        launcher = Launcher(
-            run_config(job, log_dir(job.pk, run.run)),
-            sink=lambda sample: _store(job, run, sample.to_dict()),
-            cancel=run.work.stop,  # set on cancel, server shutdown or a lost lease
-        )
-        run.log(f"starting {len(launcher.spec.ranks)} processes")
+        launcher = _launcher(job, run)
+        start = launcher.spec.start_step
+        run.log(f"starting {len(launcher.spec.ranks)} processes"
+                + (f" at step {start}" if start else ""))
         try:
             launcher.start()
             _dispatch_remote_agents(launcher, run)
@@ -156,6 +167,46 @@ class PipelineRunner(JobRunner):
         )
         measured.record_summary(job, run.run, summary)  # the run's measured profile, final
         return summary
+
+
+def _launcher(job: Job, run: RunContext) -> Launcher:
+    """The run's launcher; a restart that names a checkpoint resumes from it."""
+    config = run_config(job, log_dir(job.pk, run.run))
+    resume = ResumePoint.from_params(run.work.params.get("resume"))
+    if resume is not None:
+        _take_checkpoint(job, run, resume)
+        config = replace(config, resume=True)
+    try:
+        return Launcher(
+            config,
+            sink=lambda sample: _store(job, run, sample.to_dict()),
+            cancel=run.work.stop,  # set on cancel, server shutdown or a lost lease
+        )
+    except InstanceError as exc:
+        if resume is None or exc.field.partition(".")[0] not in RESUME_FIELDS:
+            raise
+        # The runtime refuses a checkpoint of another plan, model or process count. The
+        # copy goes, so the next restart starts from step 0 instead of failing again.
+        unlink_step(checkpoint_dir(job.pk, run.run), resume.step)
+        raise _refused(job, run, f"cannot resume from {resume.text()}: {exc}") from exc
+
+
+def _take_checkpoint(job: Job, run: RunContext, resume: ResumePoint) -> None:
+    """Link the checkpoint a restart named into this run's own folder (the runtime then
+    resumes from the newest complete one there)."""
+    source = checkpoint_dir(job.pk, resume.run)
+    if newest_checkpoint(source, below=resume.step + 1) != resume.step:
+        raise _refused(job, run, f"was to resume from {resume.text()}, which is no longer "
+                       f"complete in {source} (removed, or not shared with this worker)")
+    link_step(source, resume.step, checkpoint_dir(job.pk, run.run))
+    records.log(job.pk, f"run {run.run} resumes from {resume.text()}")
+
+
+def _refused(job: Job, run: RunContext, why: str) -> RunError:
+    # This run's folder holds no checkpoint now: a restart of it starts from step 0.
+    message = f"run {run.run} {why}. Restart again to start from step 0."
+    records.log(job.pk, message)
+    return RunError(message)
 
 
 def _store(job: Job, run: RunContext, data: dict[str, Any]) -> None:
