@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from heterps_core.hardware.defaults import DEFAULT_KINDS
 from heterps_core.plan import Plan
 
 if TYPE_CHECKING:
@@ -90,11 +91,21 @@ def is_gpu(resource: str, kind: str | None = None) -> bool:
     return any(word in name for word in GPU_WORDS)
 
 
+# The hardware catalogue's named machines: bound to this machine, they ran on a stand-in.
+CATALOGUE_MACHINES = frozenset(kind.name for kind in DEFAULT_KINDS)
+
+
 def is_substitute(resource: str, target: str, kind: str | None = None) -> bool:
-    """A GPU type bound to this machine's CPU (or a CPU type to a GPU) ran on a stand-in:
-    the plan's per-stage prediction is for hardware that did not run."""
+    """Whether the plan's per-stage prediction is for hardware that did not run: a GPU type
+    bound to a CPU (or a CPU type to a GPU), or one of the catalogue's named machines
+    (cpu-c6i.8xlarge, gpu-t4, ...) bound to this machine instead of to an agent of its type
+    (a 32-vCPU c6i on one thread here is not a c6i). A type of one's own bound to this
+    machine (local-1 of `--include-local`, a hand-made cpu type) is taken to be this
+    machine: its measured numbers are its own."""
     if target.startswith("remote"):
         return is_gpu(resource, kind) != target.endswith("cuda")
+    if resource in CATALOGUE_MACHINES:
+        return True
     return is_gpu(resource, kind) != target.startswith("cuda")
 
 
