@@ -103,6 +103,7 @@ EXPECT: dict[str, tuple[str | None, dict[str, str]]] = {
     "job-detail": ("job", {"GET": "view"}),
     "job-cancel": ("job", {"POST": "edit"}),
     "job-restart": ("job", {"POST": "edit"}),
+    "job-replan": ("job", {"GET": "view", "POST": "edit"}),
     "job-metrics": ("job", {"GET": "view"}),
     "api-costs": (None, {"GET": "login"}),
     "api-sign-in": (None, {"POST": "public"}),

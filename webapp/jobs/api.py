@@ -13,10 +13,11 @@ from rest_framework import exceptions, mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.reverse import reverse
 
 from heterps_core.limits import limit
 from webapp.bounds import api_id, api_number, filter_by_query, query_int
-from webapp.jobs import runners, services
+from webapp.jobs import replan, runners, services
 from webapp.jobs.models import Job, Runner
 from webapp.projects.permissions import Action, get_owned, visible
 
@@ -105,6 +106,25 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     def restart(self, request: Request, pk: str | None = None) -> Response:
         job = _call(services.restart, request.user, self.get_object())
         return Response(JobSerializer(job).data)
+
+    @extend_schema(request=None, responses={200: serializers.JSONField()})
+    @action(detail=True, methods=["get"])
+    def replan(self, request: Request, pk: str | None = None) -> Response:
+        """The latest run's "re-plan with measured numbers": offered or why not, and the
+        what-if ($/h and samples/s) against the plan that ran."""
+        current = replan.offer(self.get_object())
+        return Response({"available": current.available, "reason": current.reason,
+                         "what_if": current.what_if})
+
+    @extend_schema(request=None, responses={201: serializers.JSONField()})
+    @replan.mapping.post
+    def replan_create(self, request: Request, pk: str | None = None) -> Response:
+        """A new planning request with the latest run's measured numbers (members, owners)."""
+        planning = _call(replan.replan, request.user, self.get_object())
+        return Response(
+            {"planning_request": planning.pk,
+             "url": reverse("planning-request-detail", args=[planning.pk], request=request)},
+            status=status.HTTP_201_CREATED)
 
     @extend_schema(request=None, responses={200: serializers.JSONField()})
     @action(detail=True, methods=["get"])

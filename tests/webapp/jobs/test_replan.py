@@ -163,6 +163,29 @@ def test_measured_profile_stored_and_used_by_the_next_plan(
 
 
 @pytest.mark.slow
+def test_the_api_offers_and_makes_the_replan_for_members_only(
+    login: Any, personas: Any, ran: Job
+) -> None:
+    url = f"/api/jobs/{ran.pk}/replan/"
+    shown = login(personas.viewer).get(url)
+    assert shown.status_code == 200
+    offer = shown.json()
+    assert offer["available"] == replan.offer(ran).available and "what_if" in offer
+    assert login(personas.outsider).get(url).status_code == 404
+    assert login(personas.viewer).post(url).status_code == 403
+    assert login(personas.outsider).post(url).status_code == 404
+    assert not Replan.objects.exists()
+    made = login(personas.member).post(url)
+    if not offer["available"]:
+        assert made.status_code == 400 and offer["reason"] in str(made.json()["replan"])
+        return
+    assert made.status_code == 201
+    link = Replan.objects.get(job=ran)
+    assert made.json()["planning_request"] == link.request_id
+    assert made.json()["url"].endswith(f"/api/planning-requests/{link.request_id}/")
+
+
+@pytest.mark.slow
 def test_live_samples_update_the_profile_but_never_a_final_one(personas: Any, ran: Job) -> None:
     job = ran
     last = JobMetric.objects.filter(job=job, run=1).order_by("-elapsed_s").first()
