@@ -47,7 +47,7 @@ def _wait(condition: Callable[[], Any], timeout_s: float = 180) -> Any:
 def _stopped_after_a_checkpoint(job: Job, stop: Callable[[], Any]) -> int:
     """Run the job's current run in a worker thread, stop it once a checkpoint is complete;
     returns the newest complete checkpoint it left."""
-    folder = pipeline.checkpoint_dir(job.pk, job.runs)
+    folder = pipeline.checkpoint_dir(job, job.runs)
     world = _world_size(job)
     runner = threading.Thread(target=work_services.run_work, args=(job.work_id,))
     runner.start()
@@ -98,8 +98,8 @@ def test_a_cancelled_run_restarts_from_its_checkpoint_and_finishes(
     assert job.accrued_cost == pytest.approx(first_cost + second_cost)
     # Run 2's folder is whole by itself; run 1's checkpoint is untouched.
     world = _world_size(job)
-    assert checkpoint.complete_steps(pipeline.checkpoint_dir(job.pk, 2), world)[-1] == STEPS
-    assert saved in checkpoint.complete_steps(pipeline.checkpoint_dir(job.pk, 1), world)
+    assert checkpoint.complete_steps(pipeline.checkpoint_dir(job, 2), world)[-1] == STEPS
+    assert saved in checkpoint.complete_steps(pipeline.checkpoint_dir(job, 1), world)
 
     # After a run that finished, a restart trains anew.
     assert "Restart from step 0</button>" in _page(login, personas.member, job)
@@ -134,8 +134,8 @@ def test_a_run_stopped_by_a_shutdown_resumes_and_a_refused_checkpoint_says_why(
     assert not JobMetric.objects.filter(job=job, run=2).exists()
 
     # The refused copy is gone (run 1's stays): the next restart starts from step 0.
-    assert not checkpoint.complete_steps(pipeline.checkpoint_dir(job.pk, 2), _world_size(job))
-    assert checkpoint.complete_steps(pipeline.checkpoint_dir(job.pk, 1), 3)
+    assert not checkpoint.complete_steps(pipeline.checkpoint_dir(job, 2), _world_size(job))
+    assert checkpoint.complete_steps(pipeline.checkpoint_dir(job, 1), 3)
     job = services.restart(personas.member, job)
     assert "resume" not in job.work.params
     assert "no complete checkpoint: starting from step 0" in job.log

@@ -104,5 +104,16 @@ def test_a_real_runtime_run_stores_its_metrics_summary_and_cost(
     assert "run 2 finished" in job.log
     # Web runs checkpoint by default, under the run's log folder (every tenth: 1 step here).
     assert job.summary["checkpoint_step"] == 8
-    folder = runners.pipeline.log_dir(job.pk, 2) / "checkpoints"
+    folder = runners.pipeline.log_dir(job, 2) / "checkpoints"
     assert checkpoint.complete_steps(folder, 3) == [7, 8]  # the newest two are kept
+
+
+def test_a_job_of_a_database_made_afresh_gets_its_own_run_folder(settings: Any) -> None:
+    """Job ids start from 1 again in a new database; an old job 1's checkpoints would make the
+    runtime refuse the new job 1 ("holds checkpoints of another job")."""
+    import datetime as dt
+
+    earlier = Job(pk=1, created_at=dt.datetime(2026, 11, 30, 9, 0, tzinfo=dt.UTC))
+    later = Job(pk=1, created_at=dt.datetime(2026, 12, 1, 9, 0, tzinfo=dt.UTC))
+    assert runners.pipeline.log_dir(earlier, 1) != runners.pipeline.log_dir(later, 1)
+    assert runners.pipeline.checkpoint_dir(later, 2).parent == runners.pipeline.log_dir(later, 2)

@@ -49,12 +49,16 @@ def sync_mode_choices() -> list[tuple[str, str]]:
     return [(name, f"{name}: {sync.get(name).summary}") for name in sync.names()]
 
 
-def log_dir(job_id: int, run: int) -> Path:
-    return Path(settings.VAR_DIR) / "jobs" / str(job_id) / f"run-{run}"
+def log_dir(job: Job, run: int) -> Path:
+    """Run `run`'s logs and checkpoints. The folder names the job's id and creation time: a
+    database made afresh numbers its jobs from 1 again, and job 1 must not find (and be
+    refused by) the checkpoints of an earlier database's job 1."""
+    made = job.created_at.strftime("%Y%m%dT%H%M%S%f") if job.created_at else "draft"
+    return Path(settings.VAR_DIR) / "jobs" / f"{job.pk}-{made}" / f"run-{run}"
 
 
-def checkpoint_dir(job_id: int, run: int) -> Path:
-    return log_dir(job_id, run) / "checkpoints"
+def checkpoint_dir(job: Job, run: int) -> Path:
+    return log_dir(job, run) / "checkpoints"
 
 
 def run_config(job: Job, log_path: Path | None = None) -> RunConfig:
@@ -128,7 +132,7 @@ class PipelineRunner(JobRunner):
         return job.predicted_throughput * most / plan.throughput
 
     def resume_point(self, job: Job) -> ResumePoint | None:
-        step = newest_checkpoint(checkpoint_dir(job.pk, job.runs), below=job.steps)
+        step = newest_checkpoint(checkpoint_dir(job, job.runs), below=job.steps)
         return None if step is None else ResumePoint(run=job.runs, step=step)
 
     def execute(self, job: Job, run: RunContext) -> dict[str, Any]:
@@ -171,7 +175,7 @@ class PipelineRunner(JobRunner):
 
 def _launcher(job: Job, run: RunContext) -> Launcher:
     """The run's launcher; a restart that names a checkpoint resumes from it."""
-    config = run_config(job, log_dir(job.pk, run.run))
+    config = run_config(job, log_dir(job, run.run))
     resume = ResumePoint.from_params(run.work.params.get("resume"))
     if resume is not None:
         _take_checkpoint(job, run, resume)
@@ -187,18 +191,18 @@ def _launcher(job: Job, run: RunContext) -> Launcher:
             raise
         # The runtime refuses a checkpoint of another plan, model or process count. The
         # copy goes, so the next restart starts from step 0 instead of failing again.
-        unlink_step(checkpoint_dir(job.pk, run.run), resume.step)
+        unlink_step(checkpoint_dir(job, run.run), resume.step)
         raise _refused(job, run, f"cannot resume from {resume.text()}: {exc}") from exc
 
 
 def _take_checkpoint(job: Job, run: RunContext, resume: ResumePoint) -> None:
     """Link the checkpoint a restart named into this run's own folder (the runtime then
     resumes from the newest complete one there)."""
-    source = checkpoint_dir(job.pk, resume.run)
+    source = checkpoint_dir(job, resume.run)
     if newest_checkpoint(source, below=resume.step + 1) != resume.step:
         raise _refused(job, run, f"was to resume from {resume.text()}, which is no longer "
                        f"complete in {source} (removed, or not shared with this worker)")
-    link_step(source, resume.step, checkpoint_dir(job.pk, run.run))
+    link_step(source, resume.step, checkpoint_dir(job, run.run))
     records.log(job.pk, f"run {run.run} resumes from {resume.text()}")
 
 
