@@ -13,12 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.apps import apps
-
 from heterps_core.plan import Plan
 from webapp.jobs.models import Job
-
-RESULT_MODEL = ("planning", "PlanResult")
 
 
 def prices(job: Job, plan: Plan) -> tuple[dict[str, float], str]:
@@ -108,12 +104,5 @@ def _row(label: str, resource: str, units: int, price: float, held: float, start
 
 
 def _instance(job: Job) -> dict[str, Any] | None:
-    if not job.plan_result_id:
-        return None
-    try:
-        model = apps.get_model(*RESULT_MODEL)
-    except LookupError:
-        return None
-    result = model.objects.select_related("request").filter(
-        pk=job.plan_result_id, project_id=job.project_id).first()
-    return result.request.instance if result is not None else None
+    request = job.planning_request()
+    return request.instance if request is not None else None

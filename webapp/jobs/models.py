@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.apps import apps
 from django.conf import settings
 from django.db import models
 
@@ -112,6 +113,21 @@ class Job(ProjectOwned):
     @property
     def active(self) -> bool:
         return self.work is not None and self.work.status in ACTIVE
+
+    def planning_request(self) -> Any:
+        """The planning request the job's plan came from, with its model and cluster (None:
+        a sample or CLI plan, or planning not installed). Looked up by name: the planning
+        app depends on this one, not the other way round."""
+        if not self.plan_result_id:
+            return None
+        try:
+            result_model = apps.get_model("planning", "PlanResult")
+        except LookupError:
+            return None
+        result = result_model.objects.select_related(
+            "request__model", "request__cluster").filter(
+            pk=self.plan_result_id, project_id=self.project_id).first()
+        return result.request if result is not None else None
 
 
 class JobMetric(models.Model):

@@ -269,14 +269,5 @@ def page(job: Job) -> dict[str, Any]:
 
 def _request(job: Job) -> Any:
     """The planning request the job's plan came from (None: a sample or CLI plan)."""
-    if not job.plan_result_id:
-        return None
-    try:
-        model = apps.get_model(*RESULT_MODEL)
-    except LookupError:
-        return None
-    result = model.objects.select_related("request__model", "request__cluster").filter(
-        pk=job.plan_result_id, project_id=job.project_id).first()
-    if result is None or not result.request.instance:
-        return None
-    return result.request
+    request = job.planning_request()
+    return request if request is not None and request.instance else None
