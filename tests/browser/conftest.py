@@ -153,3 +153,33 @@ def plan_with(page: Any, schedulers: list[str]) -> Any:
 def compare() -> Any:
     """`compare(page, schedulers)`: run the plan form with these schedulers (`plan_with`)."""
     return plan_with
+
+
+PHONE = {"width": 390, "height": 844}
+
+
+@pytest.fixture
+def shoot(browser: Any, request: pytest.FixtureRequest) -> Any:
+    """`shoot(page, name)`: full-page screenshots at desktop width and at 390 px (the same
+    page, with the same session, in a phone-sized context) into the test module's `SHOTS`
+    folder, for people to look at; the phone page must not scroll sideways (wide tables
+    scroll inside their own box)."""
+    folder: Path = request.module.SHOTS
+
+    def _shoot(page: Any, name: str) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(folder / f"{name}-1280.png"), full_page=True)
+        phone = browser.new_context(viewport=PHONE, storage_state=page.context.storage_state())
+        try:
+            small = phone.new_page()
+            small.goto(page.url)
+            small.wait_for_load_state("networkidle")
+            small.wait_for_timeout(800)  # charts draw after the data arrives
+            small.screenshot(path=str(folder / f"{name}-390.png"), full_page=True)
+            overflow = small.evaluate(
+                "document.documentElement.scrollWidth - window.innerWidth")
+        finally:
+            phone.close()
+        assert overflow <= 0, f"{name} scrolls sideways on a phone by {overflow} px"
+
+    return _shoot

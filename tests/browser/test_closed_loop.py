@@ -17,23 +17,7 @@ import pytest
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 SHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "closed-loop"
-PHONE = {"width": 390, "height": 844}
 BATCH = 64
-
-
-def _shoot(page: Any, browser: Any, name: str) -> None:
-    """Full-page screenshots at desktop and phone width; the phone page must not scroll
-    sideways (wide tables scroll inside their own box)."""
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}-1280.png"), full_page=True)
-    phone = browser.new_context(viewport=PHONE, storage_state=page.context.storage_state())
-    small = phone.new_page()
-    small.goto(page.url)
-    small.wait_for_load_state("networkidle")
-    small.screenshot(path=str(SHOTS / f"{name}-390.png"), full_page=True)
-    overflow = small.evaluate("document.documentElement.scrollWidth - window.innerWidth")
-    phone.close()
-    assert overflow <= 0, f"{name} scrolls sideways on a phone by {overflow} px"
 
 
 def _planned(personas: Any) -> Any:
@@ -83,7 +67,7 @@ def _planned(personas: Any) -> Any:
 
 
 def test_run_on_a_substitute_then_replan_with_measured_numbers(
-    page: Any, browser: Any, asgi_url: str, personas: Any, worker: Any, until: Any,
+    page: Any, browser: Any, shoot: Any, asgi_url: str, personas: Any, worker: Any, until: Any,
     settings: Any, tmp_path: Path,
 ) -> None:
     from webapp.jobs.models import Job, Replan
@@ -141,7 +125,7 @@ def test_run_on_a_substitute_then_replan_with_measured_numbers(
     what_if = replan.locator("#replan-what-if").inner_text()
     assert "This job's plan, as estimated" in what_if and "Re-planned with the measured" in what_if
     assert "per hour" in replan.locator("#replan-difference").inner_text()
-    _shoot(page, browser, "job")
+    shoot(page, "job")
     page.click("#replan-button")
     page.wait_for_url("**/planning/*/")
     until(page, "#comparison")
@@ -156,9 +140,9 @@ def test_run_on_a_substitute_then_replan_with_measured_numbers(
                  != [s["units"] for s in job.plan["stages"]])
     assert different, "re-planning with the measured numbers kept the plan that ran"
     assert f"${new.cost_per_hour:.3f} per hour (estimate)" in shown
-    _shoot(page, browser, "job-replanned")
+    shoot(page, "job-replanned")
 
     page.goto(f"{asgi_url}/costs/")
     report = page.inner_text("body")
     assert "succeeded" in report and "of which start-up ($)" in report
-    _shoot(page, browser, "costs")
+    shoot(page, "costs")

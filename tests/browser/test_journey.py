@@ -16,20 +16,6 @@ import pytest
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 SHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "jobs"
-PHONE = {"width": 390, "height": 844}
-
-
-def _shoot(page: Any, browser: Any, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}-1280.png"), full_page=True)
-    phone = browser.new_context(viewport=PHONE, storage_state=page.context.storage_state())
-    small = phone.new_page()
-    small.goto(page.url)
-    small.wait_for_timeout(1500)
-    small.screenshot(path=str(SHOTS / f"{name}-390.png"), full_page=True)
-    overflow = small.evaluate("document.documentElement.scrollWidth - window.innerWidth")
-    phone.close()
-    assert overflow <= 0, f"{name} scrolls sideways on a phone by {overflow} px"
 
 
 def _log_in(page: Any, url: str, name: str, password: str) -> None:
@@ -53,9 +39,9 @@ def _add_resource_type(page: Any, url: str, project: Any, name: str, price: str)
     page.wait_for_selector("ul.messagelist li.success")
 
 
-def test_the_whole_journey(page: Any, browser: Any, asgi_url: str, django_user_model: Any,
-                           worker: Any, settings: Any, tmp_path: Path, until: Any,
-                           compare: Any) -> None:
+def test_the_whole_journey(page: Any, browser: Any, shoot: Any, asgi_url: str,
+                           django_user_model: Any, worker: Any, settings: Any, tmp_path: Path,
+                           until: Any, compare: Any) -> None:
     from django.contrib.auth.models import Permission
 
     settings.VAR_DIR = tmp_path  # the job's process logs
@@ -120,7 +106,7 @@ def test_the_whole_journey(page: Any, browser: Any, asgi_url: str, django_user_m
     steps = int(page.input_value("#id_steps"))
     page.fill("#id_steps", str(steps * 500))  # long enough to cancel while it runs
     page.fill("#id_batch_size", "64")
-    _shoot(page, browser, "approve")
+    shoot(page, "approve")
     page.click("#approve-options button[type=submit]")
     page.wait_for_url("**/jobs/*/")
     job_url = page.url
@@ -135,11 +121,11 @@ def test_the_whole_journey(page: Any, browser: Any, asgi_url: str, django_user_m
     assert "throughput (samples/s)" in charts and "elapsed (s)" in charts
     assert "plan estimate" in charts
     assert "$" in page.locator("[data-field=cost]").locator("..").inner_text()
-    _shoot(page, browser, "job-running")
+    shoot(page, "job-running")
 
     page.goto(f"{url}/")
     page.wait_for_selector(f"#running-jobs a[href='{job_url[len(url):]}']")
-    _shoot(page, browser, "dashboard")
+    shoot(page, "dashboard")
 
     page.goto(job_url)
     page.click("#job button:has-text('Cancel')")
@@ -148,10 +134,10 @@ def test_the_whole_journey(page: Any, browser: Any, asgi_url: str, django_user_m
         timeout=30_000)
     page.wait_for_selector("#job button:has-text('Restart')")  # after the page's reload
     assert "run cancelled at step" in page.locator("#log").inner_text()
-    _shoot(page, browser, "job-cancelled")
+    shoot(page, "job-cancelled")
     page.goto(f"{url}/costs/")
     assert "Ranking models" in page.locator("table").inner_text()
-    _shoot(page, browser, "costs")
+    shoot(page, "costs")
 
     # The permission boundary: another user sees none of it.
     page.context.clear_cookies()

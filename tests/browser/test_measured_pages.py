@@ -14,20 +14,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(trans
 SHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "measured"
 
 
-def _shoot(page: Any, browser: Any, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}-1280.png"), full_page=True)
-    phone = browser.new_context(viewport={"width": 390, "height": 844},
-                                storage_state=page.context.storage_state())
-    small = phone.new_page()
-    small.goto(page.url)
-    small.wait_for_timeout(800)
-    small.screenshot(path=str(SHOTS / f"{name}-390.png"), full_page=True)
-    phone.close()
-
-
 def test_job_page_and_cost_report_after_a_substitute_run(
-    page: Any, browser: Any, asgi_url: str, personas: Any
+    page: Any, browser: Any, shoot: Any, asgi_url: str, personas: Any
 ) -> None:
     from webapp.background import services as work_services
     from webapp.jobs import samples, services
@@ -57,9 +45,9 @@ def test_job_page_and_cost_report_after_a_substitute_run(
     assert "Prediction error (vs predicted for what ran)" in text
     rows = page.locator("#stages tbody tr")
     assert rows.count() == 2 and "(substitute)" in rows.nth(1).inner_text()
-    _shoot(page, browser, "job")
+    shoot(page, "job")
 
     page.goto(f"{asgi_url}/costs/")
     report = page.inner_text("body")
     assert "of which start-up ($)" in report and "succeeded" in report
-    _shoot(page, browser, "costs")
+    shoot(page, "costs")

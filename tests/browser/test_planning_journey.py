@@ -14,26 +14,10 @@ import pytest
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 SHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "planning"
-PHONE = {"width": 390, "height": 844}
-
-
-def _shoot(page: Any, browser: Any, name: str) -> None:
-    """Full-page screenshots at desktop and phone width; the phone page must not scroll
-    sideways (wide tables scroll inside their own box)."""
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}-1280.png"), full_page=True)
-    phone = browser.new_context(viewport=PHONE, storage_state=page.context.storage_state())
-    small = phone.new_page()
-    small.goto(page.url)
-    small.wait_for_load_state("networkidle")
-    small.screenshot(path=str(SHOTS / f"{name}-390.png"), full_page=True)
-    overflow = small.evaluate("document.documentElement.scrollWidth - window.innerWidth")
-    phone.close()
-    assert overflow <= 0, f"{name} scrolls sideways on a phone by {overflow} px"
 
 
 def test_profile_plan_and_compare_in_a_browser(
-    page: Any, browser: Any, live_server: Any, django_user_model: Any, worker: Any,
+    page: Any, browser: Any, shoot: Any, live_server: Any, django_user_model: Any, worker: Any,
     until: Any, compare: Any,
 ) -> None:
     from heterps_core import schedulers
@@ -51,7 +35,7 @@ def test_profile_plan_and_compare_in_a_browser(
     page.fill("#id_password", "lovelace-1843")
     page.click("button[type=submit]")
     page.wait_for_url(f"{url}/models/project/{project.pk}/")
-    _shoot(page, browser, "models-list")
+    shoot(page, "models-list")
 
     page.select_option("#id_zoo_name", "ctr_dnn")
     page.select_option("#id_size", "tiny")
@@ -66,7 +50,7 @@ def test_profile_plan_and_compare_in_a_browser(
     assert "this machine" in page.locator("table.layers thead").inner_text()
     page.wait_for_selector("#layer-chart .main-svg")
     assert "time per batch (ms, log scale)" in page.locator("#layer-chart").inner_text()
-    _shoot(page, browser, "profile-run")
+    shoot(page, "profile-run")
 
     page.click("text=Plan this model")
     page.wait_for_url(f"**/planning/project/{project.pk}/**")
@@ -77,7 +61,7 @@ def test_profile_plan_and_compare_in_a_browser(
     page.wait_for_url(f"{url}/planning/project/{project.pk}/")
     page.select_option("#plan-form #id_model", label="ctr_dnn-tiny")
     page.select_option("#plan-form #id_cluster", label="All types")
-    _shoot(page, browser, "planning-form")
+    shoot(page, "planning-form")
     page.fill("#plan-form #id_throughput_target", "50000")
     page.fill("#plan-form #id_batch_size", "999")
     page.click("#plan-form button[type=submit]")
@@ -93,7 +77,7 @@ def test_profile_plan_and_compare_in_a_browser(
     scatter = page.locator("#scatter").inner_text()
     assert "throughput (samples/s)" in scatter and "cost ($ per hour, estimate)" in scatter
     assert page.locator(".stages").count() == len(wanted)
-    _shoot(page, browser, "planning-compare")
+    shoot(page, "planning-compare")
 
     page.click("#comparison a >> text=exact")
     page.wait_for_url("**/planning/result/*/")
@@ -104,7 +88,7 @@ def test_profile_plan_and_compare_in_a_browser(
     page.click("#what-if-form button[type=submit]")
     answer = page.locator("#what-if-answer").inner_text()
     assert answer.startswith(f"{resource}: price_per_hour")
-    _shoot(page, browser, "plan-detail")
+    shoot(page, "plan-detail")
 
     page.go_back()
     page.go_back()
@@ -117,4 +101,4 @@ def test_profile_plan_and_compare_in_a_browser(
     until(page, "text=Best plan found")
     page.wait_for_selector("#reward-chart .main-svg")
     assert "policy update (count)" in page.locator("#reward-chart").inner_text()
-    _shoot(page, browser, "rl-training")
+    shoot(page, "rl-training")
