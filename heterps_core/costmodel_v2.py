@@ -30,7 +30,8 @@ not depend on the assignment, so the exact optimum is the best over host types o
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,8 +39,12 @@ import numpy as np
 from heterps_core.costmodel import REL_TOL, ChainCosts, check_assignment, costs_equal, stages_of
 from heterps_core.instance import Instance
 from heterps_core.plan import Plan, ServerPlacement, Stage
+from heterps_core.schedulers.capacity_dp import BudgetReached
 
 Run = tuple[int, int, str]
+# keep(labels, last layer j, resource index r of state (j, r), tracked resources) -> bool mask:
+# False only for labels that provably cannot complete into a plan no dearer than the best known
+LabelBound = Callable[["Labels", int, int, Sequence[str]], np.ndarray]
 
 
 # --- the terms ------------------------------------------------------------------------------
@@ -337,18 +342,17 @@ class LabelDP:
     def __init__(
         self, instance: Instance, candidates: dict[int, list[Options]], capped: Sequence[str],
         counts: dict[str, int], extra_rate: float = math.inf,
-        upper: float = math.inf, suffix: np.ndarray | None = None, beam: int | None = None,
+        upper: float = math.inf, bound: LabelBound | None = None,
+        deadline: float | None = None,
     ) -> None:
         self.instance = instance
-        # Pruning (exact): a label whose cost plus the cheapest cover of the layers after it
-        # exceeds the cost `upper` of a known plan cannot lead to an optimum.
-        self.limit = upper * (1 + REL_TOL) + 1e-12
-        self.suffix = suffix if suffix is not None else np.zeros(len(instance.layers) + 1)
-        # A heuristic, not exact: keep at most `beam` labels per state (upper bounds only).
-        self.beam = beam
-        self.lagrange: tuple[np.ndarray, np.ndarray] | None = None
-        if math.isfinite(upper) and beam is None:
-            self.lagrange = _lagrange_suffix(instance, candidates, upper)
+        # Certified pruning from outside (the exact search's Lagrangian bounds), and a
+        # wall-clock deadline checked once per layer (BudgetReached when it passes).
+        self.bound = bound
+        self.deadline = deadline
+        # Pruning (exact): a label dearer than the cost `upper` of a known plan (ties kept)
+        # cannot lead to an optimum.
+        self.limit = upper * (1 + 2 * REL_TOL) + 1e-9
         self.candidates = candidates
         self.capped = list(capped)
         self.counts = counts
@@ -356,17 +360,6 @@ class LabelDP:
         self.names = instance.resource_names
         # _sources[j][r][t]: the Options behind part t of state (j, r), for reconstruction
         self._sources: list[dict[int, list[Options]]] = []
-
-    def _hopeful(self, lab: Labels, j: int) -> np.ndarray:
-        """Lagrangian bound: any completion with time sum S <= b (the budget left) costs at
-        least L_lam[j+1] - lam * b for every lam >= 0; drop labels that cannot beat `upper`."""
-        assert self.lagrange is not None
-        lams, table = self.lagrange
-        micro = self.instance.micro_batches
-        budget = (1 / self.instance.throughput_target) * (1 + REL_TOL)
-        left = micro * budget - (micro - 1) * lab.top - lab.total
-        bound = lab.cost[None, :] + table[:, j + 1][:, None] - lams[:, None] * left[None, :]
-        return np.all(bound <= self.limit, axis=0)
 
     def solve(self) -> Solution | None:
         inst = self.instance
@@ -381,6 +374,8 @@ class LabelDP:
         root_from = (np.array([-1]), np.array([0]))
         merged: dict[tuple[int, int], tuple[Labels, np.ndarray, np.ndarray] | None] = {}
         for j in range(n):
+            if self.deadline is not None and time.perf_counter() > self.deadline:
+                raise BudgetReached
             parts: dict[int, list[Labels]] = {}
             sources: dict[int, list[Options]] = {}
             for opt in self.candidates.get(j, []):
@@ -398,9 +393,9 @@ class LabelDP:
                     ok = lab.total / micro + (1 - 1 / micro) * lab.top <= budget
                     if n_cap:
                         ok &= np.all(lab.usage <= cap_max[None, :], axis=1)
-                    ok &= lab.cost + self.suffix[j + 1] <= self.limit
-                    if self.lagrange is not None and ok.any():
-                        ok &= self._hopeful(lab, j)
+                    ok &= lab.cost <= self.limit
+                    if self.bound is not None and ok.any():
+                        ok &= self.bound(lab, j, r, self.capped)
                     if not ok.any():
                         continue
                     origin = len(parts.get(r, []))
@@ -414,22 +409,10 @@ class LabelDP:
             for r, labs in parts.items():
                 joined = _concat(labs, n_cap)
                 if joined is not None:
-                    row[r] = self._keep(_pareto(joined, micro))
+                    row[r] = _pareto(joined, micro)
             table.append(row)
             self._sources.append(sources)
         return self._best(table, n)
-
-    def _keep(self, lab: Labels) -> Labels:
-        if self.beam is None or lab.size <= self.beam:
-            return lab
-        micro = self.instance.micro_batches
-        cycle = lab.total / micro + (1 - 1 / micro) * lab.top
-        half = self.beam // 2
-        idx = np.unique(np.concatenate([np.argsort(lab.cost)[:half], np.argsort(cycle)[:half]]))
-        return Labels(
-            lab.cost[idx], lab.total[idx], lab.top[idx], lab.ahead[idx], lab.usage[idx],
-            lab.parent[idx],
-        )
 
     @staticmethod
     def _merge(
@@ -552,51 +535,6 @@ def _server_choices(instance: Instance) -> tuple[list[_Choice], list[str]]:
     return choices, reasons
 
 
-def _all_candidates(terms: StageTerms) -> dict[int, list[Options]]:
-    """Every candidate stage that can be provisioned, keyed by its last layer."""
-    out: dict[int, list[Options]] = {}
-    for last in range(terms.n_layers):
-        for first in range(last + 1):
-            for res in terms.instance.resource_names:
-                opt = stage_options(terms, first, last, res)
-                if not isinstance(opt, str):
-                    out.setdefault(last, []).append(opt)
-    return out
-
-
-def _upper_bound(instance: Instance, choice: _Choice, rate: float) -> float:
-    """The stage cost of some plan that fits every cap (inf if none is found): the v1
-    optimum's assignment and every single-resource assignment, provisioned greedily."""
-    from heterps_core.schedulers.exact import exact_plan
-
-    n = len(instance.layers)
-    tries = [[r] * n for r in instance.resource_names]
-    v1 = exact_plan(instance.replace(version=1))
-    if v1.feasible and v1.assignment:
-        tries.insert(0, list(v1.assignment))
-    terms = StageTerms(instance, choice.counts)
-    best = math.inf
-    for assignment in tries:
-        opts = []
-        for first, last, res in stages_of(assignment):
-            opt = stage_options(terms, first, last, res)
-            if isinstance(opt, str):
-                break
-            opts.append(opt)
-        else:
-            found = greedy_units(instance, opts, choice.counts)
-            if found is not None:
-                best = min(best, sum(float(o.cost[i]) for o, i in zip(opts, found, strict=True)))
-    # A beam search over every chain, every cap enforced: a real plan when it finds one.
-    beam = LabelDP(
-        instance, _all_candidates(terms), instance.resource_names, choice.counts, rate, best,
-        beam=8,
-    ).solve()
-    if beam is not None:
-        best = min(best, beam.cost)
-    return best
-
-
 def greedy_units(
     instance: Instance, opts: Sequence[Options], counts: dict[str, int]
 ) -> list[int] | None:
@@ -638,123 +576,28 @@ def greedy_units(
     return pick
 
 
-def _lagrange_suffix(
-    instance: Instance, candidates: dict[int, list[Options]], upper: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """table[l, j]: min over covers of layers j..n-1 of sum(cost + lam_l * a) (a of stages
-    taking turns), caps and maximal runs ignored: a relaxation, hence a lower bound."""
-    n = len(instance.layers)
-    lams = upper * instance.throughput_target * np.array([0.0, 0.05, 0.15, 0.4, 1.0, 2.5])
-    table = np.full((lams.size, n + 1), np.inf)
-    table[:, n] = 0.0
-    by_first: dict[int, list[Options]] = {}
-    for opts in candidates.values():
-        for opt in opts:
-            by_first.setdefault(opt.first, []).append(opt)
-    for first in range(n - 1, -1, -1):
-        for opt in by_first.get(first, []):
-            a = np.zeros_like(opt.per_sample) if opt.ahead else opt.per_sample
-            step = np.min(opt.cost[None, :] + lams[:, None] * a[None, :], axis=1)
-            table[:, first] = np.minimum(table[:, first], step + table[:, opt.last + 1])
-    return lams, table
-
-
-def _cover_bounds(
-    candidates: dict[int, list[Options]], n: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """prefix[i]: cheapest cover of layers 0..i-1, suffix[j]: of j..n-1, every stage at its
-    cheapest unit count (caps, maximal runs and the shared time budget ignored: a bound)."""
-    cheapest: list[tuple[int, int, float]] = []
-    for last, opts in candidates.items():
-        for opt in opts:
-            cheapest.append((opt.first, last, float(opt.cost[0])))
-    prefix = np.full(n + 1, np.inf)
-    prefix[0] = 0.0
-    for first, last, cost in sorted(cheapest, key=lambda c: c[1]):
-        prefix[last + 1] = min(prefix[last + 1], prefix[first] + cost)
-    suffix = np.full(n + 1, np.inf)
-    suffix[n] = 0.0
-    for first, last, cost in sorted(cheapest, key=lambda c: -c[0]):
-        suffix[first] = min(suffix[first], cost + suffix[last + 1])
-    return prefix, suffix
-
-
-def _trim(
-    candidates: dict[int, list[Options]], prefix: np.ndarray, suffix: np.ndarray, upper: float
-) -> dict[int, list[Options]]:
-    """Unit counts too dear to be in any plan no dearer than `upper`, dropped."""
-    if not math.isfinite(upper):
-        return candidates
-    limit = upper * (1 + REL_TOL) + 1e-12
-    out: dict[int, list[Options]] = {}
-    for last, opts in candidates.items():
-        for opt in opts:
-            keep = opt.cost + prefix[opt.first] + suffix[last + 1] <= limit
-            if not keep.any():
-                continue
-            out.setdefault(last, []).append(Options(
-                opt.first, opt.last, opt.resource, opt.ahead, opt.units[keep], opt.cost[keep],
-                opt.time_s[keep], opt.per_sample[keep],
-            ))
-    return out
-
-
-def _overrun(solution: Solution, counts: dict[str, int]) -> set[str]:
-    used: dict[str, int] = {}
-    for _, _, res, units in solution.runs:
-        used[res] = used.get(res, 0) + units
-    return {r for r, u in used.items() if u > counts[r]}
-
-
 def _solve_choice(
-    instance: Instance, choice: _Choice, assignment: Sequence[str] | None
+    instance: Instance, choice: _Choice, assignment: Sequence[str]
 ) -> tuple[Solution | None, str]:
-    """The best stages for one server placement: exact over all chains, or one assignment."""
+    """The cheapest unit counts for one assignment and one server placement (exact: the label
+    DP over its stages, pruned by the bounds of heterps_core/schedulers/exact_v2.py)."""
+    from heterps_core.schedulers.exact_v2 import allocate
+
     terms = StageTerms(instance, choice.counts)
-    rate = choice.server.throughput if choice.server else math.inf
-    if assignment is not None:
-        candidates: dict[int, list[Options]] = {}
-        reasons = []
-        used = []
-        for first, last, res in stages_of(assignment):
-            opt = stage_options(terms, first, last, res)
-            if isinstance(opt, str):
-                reasons.append(opt)
-                continue
-            candidates.setdefault(last, []).append(opt)
-            used.append(res)
-        if reasons:
-            return None, "; ".join(reasons)
-        every_cap = sorted(set(used))
-        chain = [candidates[last][0] for last in sorted(candidates)]
-        found = greedy_units(instance, chain, choice.counts)
-        upper = math.inf if found is None else sum(
-            float(o.cost[i]) for o, i in zip(chain, found, strict=True)
-        )
-        prefix, suffix = _cover_bounds(candidates, terms.n_layers)
-        candidates = _trim(candidates, prefix, suffix, upper)
-        solution = LabelDP(
-            instance, candidates, every_cap, choice.counts, rate, upper, suffix
-        ).solve()
-        if solution is None:
-            return None, _no_provisioning_reason(instance, terms, assignment, choice)
-        return solution, ""
-    candidates = _all_candidates(terms)
-    upper = _upper_bound(instance, choice, rate)
-    prefix, suffix = _cover_bounds(candidates, terms.n_layers)
-    candidates = _trim(candidates, prefix, suffix, upper)
-    capped: list[str] = []
-    while True:
-        solution = LabelDP(
-            instance, candidates, capped, choice.counts, rate, upper, suffix
-        ).solve()
-        if solution is None:
-            what = "fits the availability caps" if capped else "meets the target"
-            return None, f"no chain of stages {what} ({_mode(instance)})"
-        over = _overrun(solution, choice.counts)
-        if not over:
-            return solution, ""
-        capped = sorted(set(capped) | over)
+    chain: list[Options] = []
+    reasons = []
+    for first, last, res in stages_of(assignment):
+        opt = stage_options(terms, first, last, res)
+        if isinstance(opt, str):
+            reasons.append(opt)
+            continue
+        chain.append(opt)
+    if reasons:
+        return None, "; ".join(reasons)
+    solution = allocate(instance, choice, chain)
+    if solution is None:
+        return None, _no_provisioning_reason(instance, terms, assignment, choice)
+    return solution, ""
 
 
 def _no_provisioning_reason(
@@ -784,8 +627,12 @@ def _mode(instance: Instance) -> str:
 
 def solve_v2(instance: Instance, assignment: Sequence[str] | None, scheduler: str) -> Plan:
     """`evaluate` (with an assignment) or `exact` (without) under the v2 model."""
-    if assignment is not None:
-        check_assignment(instance, assignment)
+    if assignment is None:
+        from heterps_core.schedulers.exact_v2 import exact_v2
+
+        plan = exact_v2(instance)
+        return plan if scheduler == "exact" else plan.with_scheduler(scheduler)
+    check_assignment(instance, assignment)
     choices, reasons = _server_choices(instance)
     best: tuple[Solution, _Choice] | None = None
     for choice in choices:
@@ -862,3 +709,10 @@ def _infeasible(
         micro_batches=instance.micro_batches,
         cost_model=2,
     )
+
+
+# Public names for the exact search (heterps_core/schedulers/exact_v2.py).
+server_choices = _server_choices
+solve_choice = _solve_choice
+sync_label = _mode
+infeasible_v2 = _infeasible

@@ -64,10 +64,10 @@ def exact_plan(
     plan found with a note giving its certified gap, never a plan called optimal.
     """
     if instance.is_v2:
-        # v2: label DP over (prefix, last resource) per server placement (costmodel_v2.py)
-        from heterps_core.costmodel_v2 import solve_v2
+        # v2: label DP over (prefix, last resource) per server placement (exact_v2.py)
+        from heterps_core.schedulers.exact_v2 import exact_v2
 
-        return solve_v2(instance, None, "exact")
+        return exact_v2(instance, budget_s=budget_s, progress=progress)
     started = time.perf_counter()
     deadline = None
     if budget_s is not None and math.isfinite(budget_s):
