@@ -152,3 +152,52 @@ def test_training_on_a_v2_instance_uses_its_cost_model() -> None:
     assert best is not None
     plan = evaluate(instance, [instance.resource_names[r] for r in best])
     assert plan.cost_per_hour == pytest.approx(result.problem.best_outcome.cost)
+
+
+def _v2_with_server(seed: int, sync: str, micro: int):
+    """A v2 instance with sparse traffic and a parameter-server role (both hosts CPU kinds)."""
+    from heterps_core.instance import Instance
+
+    data = random_instance(seed, 8, 3).as_v2(sync, micro).to_dict()
+    for layer in data["layers"]:
+        if layer["shardable"]:
+            layer["sparse_pull_mb"] = layer["sparse_push_mb"] = layer["output_mb"] / 2
+            layer["sparse_rows"] = layer["output_mb"] * 25_000
+    cpus = [r["name"] for r in data["resources"] if r["kind"] == "cpu"]
+    data["parameter_server"] = {"hosts": cpus, "row_s": {c: 2e-8 for c in cpus}}
+    return Instance.from_dict(data)
+
+
+@pytest.mark.parametrize(("seed", "sync", "micro"), [(0, "async", 1), (1, "bsp", 1),
+                                                      (2, "bsp", 4), (3, "async", 2)])
+@pytest.mark.parametrize("name", ["rl", "greedy", "genetic"])
+def test_every_scheduler_plan_of_a_v2_instance_is_costmodel_v2s(
+    name: str, seed: int, sync: str, micro: int
+) -> None:
+    """RL (its fast-cost path), greedy and genetic plan a v2 instance; the plan each returns
+    has exactly the numbers costmodel_v2 gives its assignment, stage by stage and server."""
+    from heterps_core.costmodel_v2 import solve_v2
+    from heterps_core.schedulers import create
+    from heterps_core.schedulers.exact import exact_plan
+
+    instance = _v2_with_server(seed, sync, micro)
+    options = {"pretrained": True, "budget_s": 3.0} if name == "rl" else {"generations": 15}
+    plan = create(name, seed=seed, **options).plan(instance)
+    assert plan.feasible, plan.reason
+    assert plan.cost_model == 2 and plan.sync == sync and plan.micro_batches == micro
+    direct = solve_v2(instance, list(plan.assignment or ()), name)
+    assert direct.feasible
+    assert plan.cost_per_hour == direct.cost_per_hour
+    assert plan.throughput == direct.throughput
+    assert [(s.layers, s.resource, s.units, s.time_per_batch_s) for s in plan.stages] == [
+        (s.layers, s.resource, s.units, s.time_per_batch_s) for s in direct.stages]
+    assert plan.parameter_server == direct.parameter_server
+    # the RL environment's fast path prices the same assignment the same way
+    costs = AssignmentCosts(instance)
+    index = [instance.resource_names.index(r) for r in plan.assignment or ()]
+    fast = costs.outcome(index)
+    assert fast.cost == plan.cost_per_hour and fast.throughput == plan.throughput
+    best = exact_plan(instance)
+    assert best.cost_per_hour is not None
+    assert plan.cost_per_hour is not None
+    assert plan.cost_per_hour >= best.cost_per_hour * (1 - 1e-9)
