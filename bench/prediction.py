@@ -47,13 +47,19 @@ class Shape:
     accept: bool = False  # one of the issue's acceptance rows
 
 
+# Every shape the runtime can run on 2 cores (issue 15, item 5): 1 stage; 2 stages in async
+# and bsp with 1, 2 and 4 micro-batches; 3 stages; a stage with 2 replicas; 1 and 2
+# parameter-server shards (every row has a server; "2 server shards" is the 2-shard row).
 SHAPES = (
     Shape("1 stage", (), (1,), "bsp", 1, accept=True),
     Shape("2 stages", (1,), (1, 1), "async", 1, accept=True),
+    Shape("2 stages", (1,), (1, 1), "async", 2),
+    Shape("2 stages", (1,), (1, 1), "async", 4),
     Shape("2 stages", (1,), (1, 1), "bsp", 1, accept=True),
     Shape("2 stages", (1,), (1, 1), "bsp", 2),
     Shape("2 stages", (1,), (1, 1), "bsp", 4),
     Shape("3 stages", (1, 3), (1, 1, 1), "async", 1),
+    Shape("3 stages", (1, 3), (1, 1, 1), "bsp", 1),
     Shape("2 stages, dense x 2 replicas", (1,), (1, 2), "async", 1),
     Shape("2 stages, 2 server shards", (1,), (1, 1), "async", 1, shards=2),
 )
@@ -102,7 +108,8 @@ def run(plan: Plan, model: str, size: str, steps: int, workdir: Path) -> float:
          "--micro-batches", str(plan.micro_batches or 1), "--ps-shards", str(shards),
          "--lr", "0.01", "--bind", BIND, "--json"],
         check=True, capture_output=True, text=True,
-        env={**os.environ, "HETERPS_VAR_DIR": os.environ.get("HETERPS_VAR_DIR", "/tmp/h5-var")},
+        env={**os.environ,
+             "HETERPS_VAR_DIR": os.environ.get("HETERPS_VAR_DIR", "/tmp/heterps-bench-var")},
     )
     return float(json.loads(out.stdout)["throughput"])
 
@@ -141,8 +148,8 @@ def main() -> int:
             instance = profile(model, args.size, work)
             links[model] = instance.resource("local-1").network_gbps
             for shape in shapes:
-                if len(shape.units) > len(instance.layers):
-                    continue
+                if shape.cuts and max(shape.cuts) >= len(instance.layers):
+                    continue  # the model has too few layers for this cut
                 plan = price(instance, shape)
                 assert plan.throughput is not None
                 load = os.getloadavg()[0]
