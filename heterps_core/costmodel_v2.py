@@ -297,12 +297,21 @@ def _pareto(lab: Labels, micro: int = 2) -> Labels:
         best_before = np.minimum.accumulate(np.concatenate([[np.inf], second[:-1]]))
         dominated = second >= best_before
     else:
-        block = max(1, 4_000_000 // (n * fields.shape[1]))
+        # Compare each block with the labels kept so far and with the earlier rows of the block:
+        # a row beaten by a dropped label is beaten by a kept one too (dominance is transitive).
+        kept = fields[:0]
+        block = 256
         for start in range(0, n, block):
             rows = fields[start : start + block]
-            le = np.all(fields[None, :, :] <= rows[:, None, :], axis=2)  # [row, other]
-            earlier = np.arange(n)[None, :] < (start + np.arange(rows.shape[0]))[:, None]
-            dominated[start : start + block] = np.any(le & earlier, axis=1)
+            b = rows.shape[0]
+            beaten = np.zeros(b, dtype=bool)
+            for k0 in range(0, kept.shape[0], max(1, 2_000_000 // (b * fields.shape[1]))):
+                part = kept[k0 : k0 + max(1, 2_000_000 // (b * fields.shape[1]))]
+                beaten |= np.any(np.all(part[None, :, :] <= rows[:, None, :], axis=2), axis=1)
+            inner = np.all(rows[None, :, :] <= rows[:, None, :], axis=2)
+            beaten |= np.any(inner & (np.arange(b)[None, :] < np.arange(b)[:, None]), axis=1)
+            dominated[start : start + b] = beaten
+            kept = np.concatenate([kept, rows[~beaten]])
     idx = order[~dominated]
     return Labels(
         lab.cost[idx], lab.total[idx], lab.top[idx], lab.ahead[idx], lab.usage[idx],
