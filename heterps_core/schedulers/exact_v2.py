@@ -44,7 +44,7 @@ from heterps_core.schedulers.options_v2 import OptionTable, chain_table, option_
 from heterps_core.schedulers.relax_v2 import Multipliers, Relaxation, Tables
 
 # How many distinct chains of the bounds get their units re-chosen exactly (upper bounds).
-_ALLOCATIONS = 12
+_ALLOCATIONS = 20
 _SUBGRADIENT_STEPS = 30
 
 
@@ -126,6 +126,7 @@ class ChoiceSearch:
                 return
         self._offer_chain(base, 0, deadline=deadline)
         scale = max(self.lower, 1e-9) / self.budget
+        self._primal(scale, deadline)
         grid = np.concatenate([[0.0], scale * np.geomspace(1e-4, 1e3, 9)])
         best = self._grid(grid, deadline)
         for _ in range(2):
@@ -147,6 +148,20 @@ class ChoiceSearch:
         if self._gap() > 1e-9 and not _out(deadline):
             self._subgradient(lam_star, deadline)
             self._trim()
+
+    def _primal(self, scale: float, deadline: float | None) -> None:
+        """M > 1: the relaxation charges lam a / M, blind to the longest stage, so its chains
+        can all miss the budget. Chains priced at lam a instead (as if every stage's time
+        added up: S <= b implies cycle <= b) are good plans for the upper bound; their values
+        are not bounds and are used for nothing else."""
+        micro = self.relax.micro
+        if micro == 1:
+            return
+        lams = scale * np.geomspace(1e-3, 1e3, 10) * micro
+        tabs = self.relax.tables(Multipliers(lams, np.zeros((lams.size, self.relax.n_res))))
+        for i in range(lams.size):
+            if np.isfinite(tabs.value[i]):
+                self._offer_chain(tabs, i, deadline=deadline)
 
     def _grid(self, lams: np.ndarray, deadline: float | None) -> Tables:
         mult = Multipliers(lams, np.zeros((lams.size, self.relax.n_res)))
