@@ -105,7 +105,13 @@ def asgi_url(live_server: Any, _daphne: str) -> str:
 def worker() -> Iterator[Any]:
     """The embedded Celery worker, as `manage.py up` runs it, for pages that start work."""
     from workers import embedded
+    from workers.app import app
 
+    # Messages an earlier test process left on the broker (PostgreSQL + Redis mode) name
+    # work ids that a fresh test database reuses: they must not run before this test's own.
+    with app.connection_for_write() as connection:
+        for queue in embedded.QUEUES:
+            connection.default_channel.queue_purge(queue)
     started = embedded.start(concurrency=2)
     yield started
     started.stop()
