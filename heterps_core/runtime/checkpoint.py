@@ -114,20 +114,36 @@ def seal(root: Root, world_size: int) -> list[int]:
             "sealed_at": time.time(),
         }
         fs, folder = _fs(step_dir(root, step))
-        fs.pipe(f"{folder}/{MANIFEST}", (json.dumps(manifest, indent=2) + "\n").encode())
+        _write_whole(fs, f"{folder}/{MANIFEST}", (json.dumps(manifest, indent=2) + "\n").encode())
         sealed.append(step)
     return sealed
+
+
+def _write_whole(fs: fsspec.AbstractFileSystem, path: str, data: bytes) -> None:
+    """A reader sees all of `data` at `path` or no file: a local file is renamed into place
+    (an object store's object appears whole when written)."""
+    if isinstance(fs, LocalFileSystem):
+        tmp = path.rsplit("/", 1)
+        tmp_path = f"{tmp[0]}/.{tmp[1]}.tmp"
+        fs.pipe(tmp_path, data)
+        fs.mv(tmp_path, path)
+    else:
+        fs.pipe(path, data)
 
 
 def problem(root: Root, step: int, world_size: int) -> str | None:
     """Why step `step` cannot be resumed from (None: its manifest and every part are there)."""
     where = step_dir(root, step)
-    held = _sizes(root, step)
-    if MANIFEST not in held:
-        return (f"{where} has no {MANIFEST}: it is incomplete (the run stopped while "
-                "writing it, or a copy of it was cut short)")
-    fs, folder = _fs(where)
-    manifest = json.loads(fs.cat_file(f"{folder}/{MANIFEST}"))
+    try:
+        held = _sizes(root, step)
+        if MANIFEST not in held:
+            return (f"{where} has no {MANIFEST}: it is incomplete (the run stopped while "
+                    "writing it, or a copy of it was cut short)")
+        fs, folder = _fs(where)
+        manifest = json.loads(fs.cat_file(f"{folder}/{MANIFEST}"))
+    except (OSError, ValueError) as exc:
+        # Looked at while a live run writes or prunes it (or a copy of it is unreadable).
+        return f"{where} cannot be read as a whole checkpoint now ({type(exc).__name__}: {exc})"
     if manifest.get("world_size") != world_size:
         return (f"{where} was written by {manifest.get('world_size')} processes, this job "
                 f"has {world_size}")

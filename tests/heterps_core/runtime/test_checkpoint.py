@@ -94,3 +94,21 @@ def test_a_directory_of_another_job_is_refused(tmp_path: Path) -> None:
     checkpoint.check_job(tmp_path, {"model": "ctr_dnn", "seed": 1})
     with pytest.raises(RunConfigError, match=r"checkpoint.seed: .* \(seed was 1, now 2\)"):
         checkpoint.check_job(tmp_path, {"model": "ctr_dnn", "seed": 2})
+
+
+def test_a_checkpoint_looked_at_while_it_is_written_or_pruned_is_incomplete(
+    tmp_path: Path,
+) -> None:
+    """The web's restart looks at a live run's folder: a manifest caught half-written (seen
+    in CI as an empty MANIFEST.json) or a step pruned under it is not complete, not a crash;
+    and sealing leaves no half-written manifest to be seen."""
+    _write(tmp_path, 10, range(2))
+    assert checkpoint.seal(tmp_path, 2) == [10]
+    folder = Path(checkpoint.step_dir(tmp_path, 10))
+    assert not list(folder.glob(".*.tmp"))
+    assert checkpoint.complete_steps(tmp_path, 2) == [10]
+    (folder / checkpoint.MANIFEST).write_text("")  # caught while written
+    assert checkpoint.complete_steps(tmp_path, 2) == []
+    assert "cannot be read as a whole checkpoint now" in str(
+        checkpoint.problem(tmp_path, 10, 2))
+    assert checkpoint.problem(tmp_path, 20, 2) is not None  # no such step: pruned
