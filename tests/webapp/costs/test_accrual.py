@@ -19,16 +19,9 @@ pytestmark = pytest.mark.django_db
 
 
 def test_a_failed_start_is_all_start_up_per_stage_and_says_so(
-    login: Any, personas: Any, source: Any
+    login: Any, personas: Any, failed_start: tuple[Job, float]
 ) -> None:
-    job = services.approve(personas.member, source, RunOptions(steps=8))
-    rate = job.predicted_cost_per_hour / 3600
-    for elapsed in (0.5, 1.0, 1.5, 2.0):  # processes held 2 s, no mini-batch finished
-        services.record_sample(job.pk, 1, {
-            "step": 0, "total_steps": 8, "elapsed_s": elapsed, "samples_per_s": 0.0,
-            "loss": None, "cost": rate * elapsed, "stages": []}, base_cost=0.0)
-    Work.objects.filter(pk=job.work_id).update(status=Status.FAILED)
-    job = Job.objects.select_related("work").get(pk=job.pk)
+    job, rate = failed_start
     run = accrual.run_accrual(job, services.metrics_series(job))
     assert run is not None and not run["trained"]
     assert run["held_s"] == 2.0 and run["startup_s"] == 2.0 and run["span_s"] == 0.0

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from webapp.background import services as work_services
-from webapp.background.models import Status, Work
+from webapp.background.models import Status
 from webapp.costs import services as costs
 from webapp.jobs import services
 from webapp.jobs.models import Job
@@ -22,15 +22,9 @@ def _this_month(job: Job) -> costs.Period:
 
 
 def test_a_failed_start_costs_its_held_time_and_says_so(
-    login: Any, personas: Any, source: Any
+    login: Any, personas: Any, failed_start: tuple[Job, float]
 ) -> None:
-    job = services.approve(personas.member, source, RunOptions(steps=8))
-    rate = job.predicted_cost_per_hour / 3600
-    for elapsed in (0.5, 1.0, 1.5, 2.0):  # processes held 2 s, no mini-batch finished
-        services.record_sample(job.pk, 1, {
-            "step": 0, "total_steps": 8, "elapsed_s": elapsed, "samples_per_s": 0.0,
-            "loss": None, "cost": rate * elapsed, "stages": []}, base_cost=0.0)
-    Work.objects.filter(pk=job.work_id).update(status=Status.FAILED)
+    job, rate = failed_start
     row = costs.report(personas.viewer, _this_month(job)).rows[0]
     assert row.status == "failed" and row.untrained_runs == 1
     assert row.accrued == pytest.approx(rate * 2.0)
