@@ -8,6 +8,7 @@ is accepted only if running them in order reproduces the module's output.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import re
@@ -139,12 +140,10 @@ class FactoryModel(ZooModel):
         torch.manual_seed(seed)
         return load_factory(self.spec)
 
+    @functools.cached_property
     def _signature_module(self) -> nn.Module:
-        cached = self.__dict__.get("_signature")
-        if cached is None:
-            with torch.random.fork_rng():
-                cached = self.__dict__["_signature"] = self.module(0)
-        return cached
+        with torch.random.fork_rng():  # leaves torch's global generator as it was
+            return self.module(0)
 
     def build(self, config: ModelConfig, seed: int = 0) -> ChainModel:
         # Tracing runs the module, so it is built for real even where zoo models are built
@@ -159,7 +158,7 @@ class FactoryModel(ZooModel):
         # Only forward()'s argument names are read from it. A stage replica asks for one
         # batch per call (zoo/data.py indexed_batches): building the module (and reseeding
         # torch's global generator) each time cost as much as the step itself.
-        module = self._signature_module()
+        module = self._signature_module
         gen = torch.Generator().manual_seed(seed)
         step = 0
         while True:
