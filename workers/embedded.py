@@ -4,6 +4,11 @@ With the in-memory broker, only a worker in the same process can see the queue, 
 progress it publishes reaches websocket clients through the in-process channel layer.
 Each queue gets its own worker (its own threads), so a plan asked for while two training
 runs hold the long queue's threads starts at once.
+
+The workers poll the broker with Celery's blocking loop, each on its own connection, never
+with its event loop: kombu keeps one event loop per process (`kombu.asynchronous.hub`), so
+two workers of one process on Redis would share it from two threads, and one of them could
+stop receiving (seen in CI: a job sat queued in `long` for 180 s while `interactive` ran).
 """
 
 from __future__ import annotations
@@ -83,6 +88,7 @@ def _start_one(queue: str, concurrency: int) -> tuple[WorkController, threading.
         without_mingle=True,
         without_gossip=True,
         loglevel="INFO",
+        use_eventloop=False,
     )
     thread = threading.Thread(target=controller.start, name=f"celery-{queue}", daemon=True)
     thread.start()
