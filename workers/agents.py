@@ -152,3 +152,42 @@ def dispatch_agents(
             for _ in range(count)
         ]
     return results
+
+
+# --- profiling on the resources' own machines (webapp/profiling/remote.py) ------------------
+
+PROFILE_TASK_NAME = "heterps.profile_agent"
+
+
+# Acked on receipt: a redelivered measurement after a crash would answer a wait that has
+# moved on (the web side falls back to the roofline at its timeout).
+@app.task(bind=True, name=PROFILE_TASK_NAME, acks_late=False)
+def profile_agent(self: Task, run_id: int, origin_id: int) -> dict[str, object]:
+    """Time profile run `run_id`'s model on this machine for the resource type of its
+    origin row `origin_id`; ids only, both checked (a run or row gone is answered, not
+    an error). What this machine cannot do is stored as the type's note."""
+    if not (isinstance(run_id, int) and isinstance(origin_id, int)):
+        raise ValueError("run_id, origin_id: must be integer ids")
+    from webapp.profiling.remote import measure_here
+
+    return measure_here(run_id, origin_id, str(self.request.hostname or socket.gethostname()))
+
+
+def dispatch_profile(run_id: int, origin_id: int, resource_type: str, expires_s: float,
+                     celery_app: Celery | None = None) -> str:
+    """Ask a worker of `resource_type` to measure; the task id. Not started within
+    `expires_s` it expires: the profile no longer waits for it by then."""
+    result = (celery_app or app).send_task(PROFILE_TASK_NAME, args=[run_id, origin_id],
+                                           queue=queue_for(resource_type), expires=expires_s)
+    return str(result.id)
+
+
+def revoke_profiles(task_ids: Sequence[str], celery_app: Celery | None = None) -> None:
+    """Tell workers to drop profile tasks nobody waits for any more (best effort: a broker
+    that is gone means no worker would take them either)."""
+    if not task_ids:
+        return
+    try:
+        (celery_app or app).control.revoke(list(task_ids))
+    except Exception:  # the fallback is already stored; nothing more to do
+        return

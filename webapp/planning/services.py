@@ -26,6 +26,7 @@ from webapp.catalogue.models import ResourceType
 from webapp.modelzoo.models import RegisteredModel
 from webapp.planning.models import Cluster, PlanningRequest, PlanResult
 from webapp.profiling.hardware import catalogue_for
+from webapp.profiling.remote import with_agent_figures
 from webapp.profiling.services import latest_profile
 from webapp.projects.models import Project
 from webapp.projects.permissions import Action, AnyUser, check
@@ -142,6 +143,8 @@ def build_request_instance(
         built = build_instance(profile, catalogue_for(resource_types),
                                throughput_target=target, samples=samples,
                                name=f"{model.name} on {cluster.name}")
+        # A type an agent measured on its own machine plans from that, not the roofline.
+        built = with_agent_figures(run.pk, built)
     except HeterPSError as exc:
         raise ValidationError({"throughput_target": str(exc)}) from exc
     provenance = [f.to_dict() for f in built.figures]

@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from webapp.bounds import api_id, api_number, filter_by_query
 from webapp.modelzoo.models import RegisteredModel
 from webapp.profiling import services
-from webapp.profiling.models import LayerResult, ProfileRun
+from webapp.profiling.models import LayerResult, ProfileRun, ResourceProfile
 from webapp.projects.permissions import Action, get_owned, visible
 
 
@@ -24,13 +24,21 @@ class LayerResultSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+class ResourceProfileSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ResourceProfile
+        fields = ["resource", "origin", "queue", "host", "device", "measured_at", "note"]
+        read_only_fields = fields
+
+
 class ProfileRunSerializer(serializers.ModelSerializer):
     results = LayerResultSerializer(many=True, read_only=True)
+    origins = ResourceProfileSerializer(many=True, read_only=True)
 
     class Meta:
         model = ProfileRun
         fields = ["id", "project", "model", "work", "batch_size", "repeats", "device",
-                  "measured_at", "created_at", "results"]
+                  "measured_at", "created_at", "results", "origins"]
         read_only_fields = fields
 
 
@@ -46,7 +54,7 @@ class ProfileRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
 
     def get_queryset(self) -> QuerySet[ProfileRun]:
         queryset = visible(self.request.user, ProfileRun.objects.all()).prefetch_related(
-            "results")
+            "results", "origins")
         return filter_by_query(self.request.query_params, queryset, "model")
 
     @extend_schema(request=StartProfileSerializer, responses={201: ProfileRunSerializer})

@@ -61,3 +61,40 @@ class LayerResult(models.Model):
 
     def __str__(self) -> str:
         return f"{self.layer} on {self.resource}: {self.seconds:.6f} s ({self.source})"
+
+
+class Origin(models.TextChoices):
+    WAITING = "waiting", "Waiting for its agent"
+    MEASURED = "measured", "Measured by its agent"
+    ESTIMATED = "estimated", "Estimated (roofline)"
+
+
+class ResourceProfile(models.Model):
+    """Where one project resource type's figures of a profile run come from: measured by an
+    agent on a machine of that type (host, device, when), or estimated, with why.
+
+    One row per resource type of the run's project, written when the run's local measurement
+    is recorded; an agent's answer fills in `profile` (heterps_core's `ModelProfile` as
+    measured there). Runs recorded before agents existed have none: all roofline."""
+
+    run = models.ForeignKey(ProfileRun, on_delete=models.CASCADE, related_name="origins")
+    resource_type = models.ForeignKey("catalogue.ResourceType", null=True,
+                                      on_delete=models.SET_NULL, related_name="+")
+    resource = models.CharField(max_length=120, help_text="the resource type's name")
+    origin = models.CharField(max_length=10, choices=Origin.choices)
+    queue = models.CharField(max_length=200, blank=True, help_text="agent queue asked")
+    task_id = models.CharField(max_length=64, blank=True)
+    host = models.CharField(max_length=200, blank=True, help_text="the agent's worker")
+    device = models.CharField(max_length=120, blank=True, help_text="what it measured on")
+    measured_at = models.DateTimeField(null=True, blank=True)
+    requested_at = models.DateTimeField(auto_now_add=True)
+    note = models.TextField(blank=True, help_text="why these figures are what they are")
+    profile = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run", "id"]
+        constraints = [models.UniqueConstraint(fields=["run", "resource"],
+                                               name="one_origin_per_run_resource")]
+
+    def __str__(self) -> str:
+        return f"{self.resource} of {self.run}: {self.origin}"

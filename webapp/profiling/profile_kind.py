@@ -1,4 +1,5 @@
-"""The `profile` work kind: time a zoo model layer by layer with heterps_core's profiler."""
+"""The `profile` work kind: time a zoo model layer by layer with heterps_core's profiler,
+here and on the agents of the project's resource types (webapp/profiling/remote.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from heterps_core.profiler import ProfileOptions
 from webapp.background.context import WorkContext
 from webapp.background.kinds import WorkKind, register
 from webapp.modelzoo import loading
-from webapp.profiling import services
+from webapp.profiling import remote, services
 from webapp.profiling.models import ProfileRun
 
 # One thread: the server's worker shares the machine with the web process.
@@ -32,9 +33,14 @@ class ProfileKind(WorkKind):
 
     def run(self, ctx: WorkContext) -> dict[str, Any]:
         run = ProfileRun.objects.select_related("model").get(pk=ctx.params["run"])
+        timeout_s = remote.agent_timeout_s()  # a bad setting fails before anything is timed
         options = ProfileOptions(threads=THREADS, warmup=1, repeats=run.repeats)
         # Zoo entries and allow-listed factories only (webapp/modelzoo/loading.py).
         profile = loading.profile(run.model, options, run.batch_size, ctx.progress)
-        services.record_profile(run.pk, profile)
+        run = services.record_profile(run.pk, profile)
+        # The roofline for every type is stored first: whatever the agents do, each type
+        # has figures, and a measured answer replaces its type's estimate.
+        if remote.open_origins(run):
+            remote.wait_for_agents(run.pk, ctx, timeout_s)
         return {"run": run.pk, "layers": len(profile.layers), "total_s": profile.total_s,
-                "device": profile.device.label}
+                "device": profile.device.label, "resource_types": remote.summary(run.pk)}

@@ -42,6 +42,7 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
         "state": state(run.work) if run.work else None,
         "can_edit": can(request.user, run.project_id, Action.EDIT),
         "table": table,
+        "origins": list(run.origins.order_by("id")),
         "chart": services.layer_chart(table),
     }
     return render(request, "profiling/detail.html", context)
