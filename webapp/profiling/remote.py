@@ -247,14 +247,16 @@ def record_measured(origin_id: int, profile: ModelProfile, host: str) -> bool:
         origin.profile = profile.to_dict()
         origin.note = f"measured on {host} ({profile.device.label})"
         origin.save(update_fields=["origin", "host", "device", "measured_at", "profile", "note"])
-        LayerResult.objects.filter(run_id=origin.run_id, resource=origin.resource).delete()
-        LayerResult.objects.bulk_create([
-            LayerResult(run_id=origin.run_id, index=layer.index, layer=layer.name,
-                        kind=layer.kind, resource=origin.resource, seconds=layer.time.median_s,
-                        source=Source.MEASURED, device=where[:120],
-                        memory_gb=layer.memory_bytes / 1e9)
-            for layer in profile.layers
-        ])
+        # In place (same ids): the layer table orders its columns by the rows' ids.
+        rows = LayerResult.objects.filter(run_id=origin.run_id, resource=origin.resource)
+        for layer in profile.layers:
+            figures = {"seconds": layer.time.median_s, "source": Source.MEASURED,
+                       "device": where[:120]}
+            if not rows.filter(index=layer.index).update(**figures):
+                LayerResult.objects.create(run_id=origin.run_id, index=layer.index,
+                                           layer=layer.name, kind=layer.kind,
+                                           resource=origin.resource,
+                                           memory_gb=layer.memory_bytes / 1e9, **figures)
     return True
 
 

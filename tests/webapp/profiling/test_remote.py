@@ -95,6 +95,7 @@ def test_an_agents_measurement_replaces_the_roofline_and_planning_uses_it(
 ) -> None:
     monkeypatch.setenv(remote.THREADS_VARIABLE, "1")
     origin = _waiting(profiled, "cpu-96")
+    columns = services.layer_table(profiled)["resources"]
     answer = remote.measure_here(profiled.pk, origin.pk, "cpu-96@machine-7")
     assert answer["status"] == "measured", answer
     origin.refresh_from_db()
@@ -105,6 +106,8 @@ def test_an_agents_measurement_replaces_the_roofline_and_planning_uses_it(
     assert {r.device for r in rows} == {f"cpu-96@machine-7: {origin.device}"}
     measured = {layer["name"]: layer["time"]["median_s"] for layer in origin.profile["layers"]}
     assert {r.layer: r.seconds for r in rows} == measured
+    # The column stays where it was (the table orders resources by the rows' ids).
+    assert services.layer_table(profiled)["resources"] == columns
     # The other types keep their estimate.
     assert {r.source for r in LayerResult.objects.filter(run=profiled, resource="t4")} == {
         "estimated"}
