@@ -2,7 +2,7 @@ from typing import Any
 
 from django.contrib import admin
 
-from webapp.profiling.models import LayerResult, ProfileRun
+from webapp.profiling.models import LayerResult, ProfileRun, ResourceProfile
 from webapp.projects.admin import ProjectScopedAdmin
 
 
@@ -19,6 +19,18 @@ class LayerResultAdmin(ProjectScopedAdmin):
     list_display = ["run", "index", "layer", "kind", "resource", "seconds", "source", "device"]
     list_filter = ["source", "kind"]
     raw_id_fields = ["run"]
+
+    def _project_id(self, obj: Any) -> int:
+        return int(obj.run.project_id)
+
+
+@admin.register(ResourceProfile)
+class ResourceProfileAdmin(ProjectScopedAdmin):
+    project_field = "run__project"
+    list_display = ["run", "resource", "origin", "host", "device", "measured_at", "note"]
+    list_filter = ["origin"]
+    raw_id_fields = ["run", "resource_type"]
+    exclude = ["profile"]
 
     def _project_id(self, obj: Any) -> int:
         return int(obj.run.project_id)
