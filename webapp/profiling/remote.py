@@ -228,7 +228,7 @@ def _reason(exc: BaseException) -> str:
     if isinstance(exc, ValidationError) and hasattr(exc, "error_dict"):
         return "; ".join(f"{field}: {' '.join(msgs)}"
                          for field, msgs in exc.message_dict.items())
-    return f"{type(exc).__name__}: {exc}" if not str(exc) else str(exc)
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 def record_measured(origin_id: int, profile: ModelProfile, host: str) -> bool:
