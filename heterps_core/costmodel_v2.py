@@ -6,12 +6,16 @@ DP over the chain):
 
 - *ahead*: in `async`, a stage with no dense weights in it or before it (and not the last
   one) runs one mini-batch ahead of the rest (runtime/sync.py `run_ahead`); it overlaps
-  everything, so only its own rate counts: `theta = k B / T(k)`, T(k) = max(compute,
-  traffic) + all-reduce (the runtime posts receives early and settles sends a mini-batch late).
+  everything, so only its own rate counts: `theta = k B / T(k)`, T(k) = max(compute + row
+  wait, in + out) + all-reduce (the runtime posts receives early and settles sends late).
 - *turns*: every other stage (all of them in `bsp`). These stages take turns on each
   mini-batch and overlap only across its M micro-batches (GPipe):
   `1 / throughput_turns = sum_s a_s / M + (1 - 1/M) max_s a_s`, a_s = T_s(k_s) / (k_s B),
-  with T(k) = in + out + pull + max(compute, push) + all-reduce.
+  with T(k) = in + out + compute + row wait + all-reduce.
+
+The row wait (`StageTerms.row_wait`) is a sparse stage's pull and push plus the server's work
+on its rows: serial, since the stage blocks on the pull and the server applies its previous
+push first.
 
 Units are then no longer a per-stage choice: the stages that take turns share one time
 budget, so `provision` picks every stage's unit count together (cheapest first, the objective's
@@ -120,10 +124,22 @@ def place_server(
     )
 
 
+def server_row_wait_s(instance: Instance, server: ServerPlacement | None) -> float:
+    """Seconds a stage waits per sparse row it pulls and pushes, with the shards `server`
+    places: the host's `row_s` over the shards (rows are spread g mod n)."""
+    if server is None or instance.parameter_server is None:
+        return 0.0
+    return instance.parameter_server.row_s.get(server.resource, 0.0) / server.shards
+
+
 class StageTerms:
     """Per candidate stage (i..j on r) the v2 time terms, from prefix sums."""
 
-    def __init__(self, instance: Instance, counts: dict[str, int] | None = None) -> None:
+    def __init__(self, instance: Instance, counts: dict[str, int] | None = None,
+                 server: ServerPlacement | None = None) -> None:
+        """`server`: where the shards sit, which sets how long a stage waits for its rows
+        (the server's work per row on its host, split over the shards). Without it that
+        work is left out, which only makes stages faster: a valid relaxation for bounds."""
         self.instance = instance
         self.costs = ChainCosts(instance)
         self.counts = counts or {r.name: r.count for r in instance.resources}
@@ -132,6 +148,8 @@ class StageTerms:
         self.server = server_need(instance) is not None
         self._pull = _prefix([lyr.sparse_pull_mb for lyr in layers])
         self._push = _prefix([lyr.sparse_push_mb for lyr in layers])
+        self._rows = _prefix([lyr.sparse_rows for lyr in layers])
+        self.row_wait_s = server_row_wait_s(instance, server)
         dense = [i for i, lyr in enumerate(layers) if lyr.sync_mb > 0]
         self.first_dense = dense[0] if dense else self.n_layers
         self.micro = instance.micro_batches
@@ -153,18 +171,24 @@ class StageTerms:
         )
         t_out = 0.0 if last == self.n_layers - 1 else 2 * layers[last].output_mb * 1e6 / bw
         sync_s = 2 * (costs._sync_mb[last + 1] - costs._sync_mb[first]) * 1e6 / bw
-        push = pull = 0.0
-        if self.server:
-            push = (self._push[last + 1] - self._push[first]) * 1e6 / bw
-            pull = (self._pull[last + 1] - self._pull[first]) * 1e6 / bw
         k = np.arange(1, self.counts[resource] + 1, dtype=np.float64)
-        # A one-unit stage is the only writer of its rows: it applies its own updates and
-        # never pulls them back (runtime/ps.py `sole_writer`).
-        pulls = np.where(k >= 2, pull, 0.0)
         reduce = (k - 1) / k * sync_s
+        wait = self.row_wait(first, last, bw)
         if self.runs_ahead(first, last):
-            return np.maximum(compute, t_in + t_out + push + pulls) + reduce
-        return t_in + t_out + pulls + np.maximum(compute, push) + reduce
+            return np.maximum(compute + wait, t_in + t_out) + reduce
+        return t_in + t_out + compute + wait + reduce
+
+    def row_wait(self, first: int, last: int, bw: float) -> float:
+        """Seconds per mini-batch a stage of layers first..last waits for the parameter
+        server: its pull blocks the forward pass, and the server answers it only after
+        applying the stage's previous push (one sender's messages arrive in order,
+        runtime/ps.py), so both transfers and the server's work on those rows are serial
+        with the stage's compute. Every unit count pulls: stages hold no table."""
+        if not self.server:
+            return 0.0
+        traffic = (self._pull[last + 1] - self._pull[first]
+                   + self._push[last + 1] - self._push[first]) * 1e6 / bw
+        return traffic + (self._rows[last + 1] - self._rows[first]) * self.row_wait_s
 
     def memory_gb(self, first: int, last: int) -> tuple[float, float]:
         """(per-unit memory that does not split, memory that splits over the units)."""
@@ -592,7 +616,7 @@ def _solve_choice(
     DP over its stages, pruned by the bounds of heterps_core/schedulers/exact_v2.py)."""
     from heterps_core.schedulers.exact_v2 import allocate
 
-    terms = StageTerms(instance, choice.counts)
+    terms = StageTerms(instance, choice.counts, choice.server)
     chain: list[Options] = []
     reasons = []
     for first, last, res in stages_of(assignment):
@@ -667,13 +691,13 @@ def build_plan(
     server: ServerPlacement | None, scheduler: str, counts: dict[str, int] | None = None,
 ) -> Plan:
     """A feasible v2 plan from its stages' unit counts (every number from the terms above)."""
-    terms = StageTerms(instance, counts)
+    terms = StageTerms(instance, counts, server)
     stages = []
     total = top = 0.0
     ahead = math.inf
     for first, last, res, units in runs:
         time_s = float(terms.times(first, last, res)[units - 1]) if units <= terms.counts[res] \
-            else float(StageTerms(instance).times(first, last, res)[units - 1])
+            else float(StageTerms(instance, server=server).times(first, last, res)[units - 1])
         rate = units * instance.batch_size / time_s
         runs_ahead = terms.runs_ahead(first, last)
         if runs_ahead:

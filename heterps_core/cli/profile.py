@@ -138,18 +138,18 @@ class ProfileCommand(Command):
 
 def _local(args: argparse.Namespace, profile: ModelProfile) -> LocalMeasure:
     from heterps_core.profiler.calibrate import utc_now
-    from heterps_core.profiler.local import LocalMeasure, loopback_gbps, runtime_step_seconds
+    from heterps_core.profiler.local import LocalMeasure, loopback_gbps, runtime_steps
 
     if args.include_local < 0 or args.import_spec:
         raise HeterPSError("--include-local needs a zoo MODEL and N >= 1")
     print(f"measuring local-1..local-{args.include_local}: runtime steps and the loopback "
           "link", file=sys.stderr)
-    seconds, outputs = runtime_step_seconds(
-        args.model, args.size, profile.batch_size, args.threads, max(5, args.repeats),
-        args.seed,
+    steps = runtime_steps(
+        args.model, args.size, profile.batch_size, args.threads, max(10, args.repeats),
+        args.seed, optimizer=profile.optimizer,
     )
-    gbps = loopback_gbps(max(outputs[:-1] or [0.0]) or 1.0)
-    return LocalMeasure(tuple(seconds), gbps, args.threads, utc_now())
+    gbps = loopback_gbps(max(steps.outputs_mb[:-1] or (0.0,)) or 1.0)
+    return LocalMeasure(steps.seconds, gbps, args.threads, utc_now(), steps.rows, steps.row_s)
 
 
 def _catalogue(path: str | None) -> Catalogue:

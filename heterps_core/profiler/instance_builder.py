@@ -119,19 +119,25 @@ def _add_local(
     data["version"] = SCHEMA_VERSION_2
     local_resources = local.resources(n, memory_gb())
     data["resources"] += local_resources
-    for layer, item, seconds in zip(profile.layers, data["layers"], local.seconds, strict=True):
+    rows = local.rows or (0.0,) * len(profile.layers)
+    for layer, item, seconds, n_rows in zip(profile.layers, data["layers"], local.seconds, rows,
+                                            strict=True):
         # The profiler counts each touched row twice: pulled once, pushed back once.
         item["sparse_pull_mb"] = layer.sparse_bytes / 2 / 1e6
         item["sparse_push_mb"] = layer.sparse_bytes / 2 / 1e6
+        item["sparse_rows"] = n_rows
         for res in local_resources:
             item["compute_s"][res["name"]] = seconds
             figures.append(Figure(
                 layer.name, res["name"], seconds, "measured", "this machine", local.measured_at,
-                {"threads": local.threads, "what": "forward + backward + SGD update, first "
-                 "layer incl. producing the batch, fastest of the batches timed"},
+                {"threads": local.threads, "what": "forward + backward + the dense optimiser's "
+                 "step, first layer incl. producing the batch, sparse layers through the "
+                 "remote-table path (the shard's part apart), median of the batches timed"},
             ))
     data["parameter_server"] = {
         "hosts": [r["name"] for r in data["resources"] if r["kind"] == "cpu"],
+        # Measured on a shard here; other hosts are priced by their network only.
+        "row_s": {r["name"]: local.row_s for r in local_resources} if local.row_s else {},
     }
 
 

@@ -2,9 +2,12 @@
 
 So that the cost model can be checked against real runs here, `local-1..local-N` are N
 identical resource types measured on this machine the way the runtime runs a stage: per
-layer forward + backward + its SGD update on one batch, with `threads` torch threads, the
-first layer also paying for producing the batch (the runtime's first stage reads/generates
-data), fastest of `repeats` batches (other work on a shared machine only ever adds time).
+layer forward + backward + the dense optimiser's step on one batch, with `threads` torch
+threads, the first layer also paying for producing the batch (the runtime's first stage
+reads/generates data), and sparse layers through the remote-table path with a real
+parameter-server shard in this process (a stage holds no table). The median of `repeats`
+batches: a run's throughput is its sustained rate, which the fastest batch overstates (by
+9-14% on ctr_dnn here). The shard's own time per row it serves is the types' `row_s`.
 Network: the one-way bandwidth of a gloo ping-pong of the largest boundary activation
 between two processes here. Count: cores / threads; price 1.00 + 0.01 i per hour (distinct,
 so that plans are repeatable).
@@ -14,7 +17,9 @@ from __future__ import annotations
 
 import os
 import socket
+import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +32,8 @@ class LocalMeasure:
     network_gbps: float
     threads: int
     measured_at: str
+    rows: tuple[float, ...] = ()  # distinct sparse rows per batch, per layer
+    row_s: float = 0.0  # the server's seconds per row (StepTimes.row_s)
 
     def resources(self, n: int, memory_gb: float) -> list[dict[str, Any]]:
         count = max(1, (os.cpu_count() or 1) // self.threads)
@@ -44,11 +51,47 @@ def memory_gb() -> float:
         return 8.0
 
 
+# Mini-batches the server's row time is averaged over (the length of a short check run).
+SERVER_BATCHES = 100
+
+
+@dataclass(frozen=True)
+class StepTimes:
+    """One stage's work per mini-batch on this machine, layer by layer, as the runtime does it.
+
+    `seconds`: the stage's own time per layer (with a server: the remote-table path, without
+    the server's part); `rows`: distinct sparse rows a mini-batch pulls per layer; `row_s`:
+    the server's seconds per such row (gather, create first-touched rows, apply the pushed
+    gradient with the table's optimiser).
+    """
+
+    seconds: tuple[float, ...]
+    outputs_mb: tuple[float, ...]
+    rows: tuple[float, ...]
+    row_s: float
+
+
 def runtime_step_seconds(
     model_name: str, size: str, batch_size: int, threads: int, repeats: int, seed: int = 0,
     lr: float = 0.05,
 ) -> tuple[list[float], list[float]]:
-    """(seconds per layer, output MB per layer) as the runtime's stages spend them."""
+    """(seconds per layer, output MB per layer) of stages that hold their tables (SGD,
+    fastest of `repeats`): the figures of bench/runtime.py."""
+    steps = runtime_steps(model_name, size, batch_size, threads, repeats, seed, lr,
+                          optimizer="sgd", with_server=False, statistic=min)
+    return list(steps.seconds), list(steps.outputs_mb)
+
+
+def runtime_steps(
+    model_name: str, size: str, batch_size: int, threads: int, repeats: int, seed: int = 0,
+    lr: float = 0.05, optimizer: str = "sgd", with_server: bool = True,
+    statistic: Callable[[list[float]], float] = statistics.median,
+) -> StepTimes:
+    """Per layer forward + backward + the dense optimiser's step, the first layer also
+    producing the batch; with a server, sparse layers through the runtime's remote-table path
+    (collect the ids, pull the distinct rows from a real shard in this process, look up,
+    push one gradient row per distinct row), the shard's time kept apart as `row_s`."""
+    from heterps_core.ps.optim import get, parse
     from heterps_core.runtime.models import resolve_model
 
     previous = torch.get_num_threads()
@@ -59,33 +102,124 @@ def runtime_step_seconds(
         model = zoo.build(config, seed=seed)
         batches = zoo.batches(config, batch_size, seed=seed)
         layers = list(model.layers)
+        server = _ServerProbe(model, parse(f"{optimizer}:lr={lr}")) if with_server else None
+        dense = get(optimizer, lr=lr)
+        optimizers = [dense.torch_dense(list(layer.parameters()))
+                      if any(True for _ in layer.parameters()) else None for layer in layers]
         times: list[list[float]] = [[] for _ in layers]
+        rows = [0.0] * len(layers)
+        per_row: list[tuple[float, float]] = []  # (server seconds, rows) per mini-batch
         outputs = [0.0] * len(layers)
-        for _ in range(repeats + 2):  # two warm-up batches
+        for step in range(repeats + 2):  # two warm-up batches
             t_data = time.perf_counter()
             inputs, labels = next(batches)
             data_s = time.perf_counter() - t_data
             x: object = inputs
+            served = served_rows = 0.0
             for i, layer in enumerate(layers):
                 if isinstance(x, torch.Tensor):
                     x = x.detach().requires_grad_(True)
-                params = list(layer.parameters())
-                optimizer = torch.optim.SGD(params, lr=lr) if params else None
                 t0 = time.perf_counter()
+                pulled = server.pull(i, layer, x) if server is not None else None
                 y = layer(x)
                 if i == len(layers) - 1:
                     model.loss(y, labels).backward()
                 else:
                     y.backward(torch.ones_like(y) / y.numel())
-                if optimizer is not None:
-                    optimizer.step()
-                    optimizer.zero_grad(set_to_none=True)
-                times[i].append(time.perf_counter() - t0 + (data_s if i == 0 else 0.0))
+                if server is not None and pulled is not None:
+                    server.push(i, step, pulled)
+                if optimizers[i] is not None:
+                    optimizers[i].step()
+                    optimizers[i].zero_grad(set_to_none=True)
+                layer_server_s = server.take_seconds() if server is not None else 0.0
+                served += layer_server_s
+                times[i].append(time.perf_counter() - t0 - layer_server_s
+                                + (data_s if i == 0 else 0.0))
+                if pulled is not None:
+                    n_rows = float(sum(r.ids.numel() for r in pulled))
+                    served_rows += n_rows
+                    if step >= 2:
+                        rows[i] += n_rows / repeats
                 outputs[i] = y.numel() * y.element_size() / 1e6
                 x = y
-        return [min(t[2:]) for t in times], outputs
+            if served_rows:
+                per_row.append((served, served_rows))
+        if server is not None and min(server.by_layer, default=None) == 0:
+            # The server's side alone for the rest of SERVER_BATCHES mini-batches: the share
+            # of rows touched for the first time (dearer: created, then updated) falls as a
+            # run goes on, so row_s is the mean over a run of that length, warm-up included.
+            for step in range(repeats + 2, SERVER_BATCHES):
+                inputs, _ = next(batches)
+                per_row.append(server.serve_only(inputs, layers, step))
+        served_s = sum(seconds for seconds, _ in per_row)
+        served_n = sum(n for _, n in per_row)
+        return StepTimes(
+            tuple(statistic(t[2:]) for t in times), tuple(outputs), tuple(rows),
+            served_s / served_n if served_n else 0.0,
+        )
     finally:
         torch.set_num_threads(previous)
+
+
+class _ServerProbe:
+    """A parameter-server shard in this process and the remote tables that read from it:
+    what a stage and its server do per mini-batch, without the transport."""
+
+    def __init__(self, model: Any, optimizer: Any) -> None:
+        from heterps_core.ps.remote import replace_table
+        from heterps_core.ps.shard import Shard, TableSpec
+        from heterps_core.runtime.ps import first_rows
+        from heterps_core.runtime.tables import sparse_tables
+
+        refs = sparse_tables(model)
+        self.shard = Shard([TableSpec(int(ref.weight.shape[1]), first_rows(ref), optimizer)
+                            for ref in refs], synchronous=True)
+        self.by_layer: dict[int, list[Any]] = {}
+        for ref in refs:
+            remote = replace_table(model.layers[ref.layer], ref.path, ref.table, self._fetch)
+            self.by_layer.setdefault(ref.layer, []).append(remote)
+        self._seconds = 0.0
+
+    def _fetch(self, table: int, ids: torch.Tensor) -> torch.Tensor:
+        raise RuntimeError(f"table {table}: a lookup outside the rows pulled for the batch")
+
+    def pull(self, layer_index: int, layer: Any, x: object) -> list[Any] | None:
+        from heterps_core.ps.remote import BatchRows, collect_ids
+
+        remotes = self.by_layer.get(layer_index)
+        if not remotes:
+            return None
+        distinct = [BatchRows.of(ids) for ids in collect_ids(remotes, lambda: layer(x))]
+        t0 = time.perf_counter()
+        values = [self.shard.pull(r.table, ids) for r, (ids, _) in zip(remotes, distinct,
+                                                                        strict=True)]
+        self._seconds += time.perf_counter() - t0
+        rows = [BatchRows(ids, v, inverse) for (ids, inverse), v in zip(distinct, values,
+                                                                        strict=True)]
+        for remote, batch_rows in zip(remotes, rows, strict=True):
+            remote.begin(batch_rows)
+        return rows
+
+    def push(self, layer_index: int, step: int, rows: list[Any]) -> None:
+        grads = [r.gradient().detach() for r in rows]
+        t0 = time.perf_counter()
+        for remote, r, grad in zip(self.by_layer[layer_index], rows, grads, strict=True):
+            self.shard.push(remote.table, step, r.ids, grad)
+        self._seconds += time.perf_counter() - t0
+
+    def serve_only(self, inputs: object, layers: list[Any], step: int) -> tuple[float, float]:
+        """One mini-batch's pulls and pushes (zero gradients) of layer 0's tables (they read
+        the batch itself), no compute: (server seconds, rows)."""
+        rows = self.pull(0, layers[0], inputs)
+        assert rows is not None
+        for r in rows:
+            r.values.grad = torch.zeros_like(r.values)
+        self.push(0, step, rows)
+        return self.take_seconds(), float(sum(r.ids.numel() for r in rows))
+
+    def take_seconds(self) -> float:
+        seconds, self._seconds = self._seconds, 0.0
+        return seconds
 
 
 def _ping(rank: int, port: int, floats: int, rounds: int, result: Any) -> None:
