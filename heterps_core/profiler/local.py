@@ -128,9 +128,10 @@ def runtime_steps(
                     y.backward(torch.ones_like(y) / y.numel())
                 if server is not None and pulled is not None:
                     server.push(i, step, pulled)
-                if optimizers[i] is not None:
-                    optimizers[i].step()
-                    optimizers[i].zero_grad(set_to_none=True)
+                step_of = optimizers[i]
+                if step_of is not None:
+                    step_of.step()
+                    step_of.zero_grad(set_to_none=True)
                 layer_server_s = server.take_seconds() if server is not None else 0.0
                 served += layer_server_s
                 times[i].append(time.perf_counter() - t0 - layer_server_s
