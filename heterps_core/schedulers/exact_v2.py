@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from heterps_core.costmodel import REL_TOL, costs_equal
 from heterps_core.costmodel_v2 import (
+    LabelBound,
     LabelDP,
     Labels,
     Options,
@@ -34,6 +36,7 @@ from heterps_core.costmodel_v2 import (
     greedy_units,
     infeasible_v2,
     server_choices,
+    server_row_wait_s,
     sync_label,
 )
 from heterps_core.instance import Instance
@@ -41,11 +44,35 @@ from heterps_core.plan import Plan
 from heterps_core.progress import Progress, ProgressCallback
 from heterps_core.schedulers.capacity_dp import BudgetReached
 from heterps_core.schedulers.options_v2 import OptionTable, chain_table, option_table
-from heterps_core.schedulers.relax_v2 import Multipliers, Relaxation, Tables
+from heterps_core.schedulers.relax_v2 import (
+    Multipliers,
+    Relaxation,
+    Tables,
+    concat,
+    grouped,
+    join,
+    partition_bound,
+)
 
 # How many distinct chains of the bounds get their units re-chosen exactly (upper bounds).
 _ALLOCATIONS = 20
 _SUBGRADIENT_STEPS = 30
+_PRE_TRIM = True
+# Classes of the longest stage (M > 1): the first partition's upper edges as fractions of the
+# largest a, how many times the classes the incumbent leaves open are split, at most how many
+# classes, and at most how many multiplier sets per table pass of the class search.
+_CLASS_EDGES = (1 / 64, 1 / 16, 1 / 4, 1 / 2, 3 / 4, 1.0)
+_CLASS_SPLITS = 1
+_MAX_CLASSES = 24
+_CLASS_SETS = 96
+# multipliers per class: the coarse grid, then the fine one around its best point
+_CLASS_GRID = (10, 8)
+_CLASS_STEPS = 15
+# Labels the first label DP may look at before it is abandoned for the class bounds (on the
+# 64 x 6 grid: at most about 40,000 in the instances it solves in under 0.2 s, 100,000 to
+# 600,000 in those it took 0.2-1.4 s on).
+_TRIAL_LABELS = 20_000
+_CALL_WEIGHT = 20
 
 
 def _limit(upper: float) -> float:
@@ -101,7 +128,15 @@ class ChoiceSearch:
             self.table, len(inst.layers), len(names), inst.micro_batches, self.budget,
             np.array([self.counts[r] for r in names]),
         )
+        # The multiplier sets that prune, grouped by class of the longest stage (relax_v2):
+        # `starts` where each class's sets begin, `class_lb` each class's best bound so far.
+        # Only live classes (bound within the incumbent's limit) are kept; `dead_lb` is the
+        # least bound of those dropped (no plan of theirs can beat the incumbent).
         self.sets: Tables | None = None
+        self.starts = np.zeros(1, dtype=np.int64)
+        self.class_lb = np.full(1, -np.inf)
+        self.dead_lb = math.inf
+        self.mu0 = np.zeros(len(names))
         self._tried: set[tuple[tuple[int, int], ...]] = set()
 
     # --- bounds -------------------------------------------------------------------------
@@ -125,6 +160,13 @@ class ChoiceSearch:
                 self.lower, self.proven = math.inf, True  # no unit choice meets the budget
                 return
         self._offer_chain(base, 0, deadline=deadline)
+        if _PRE_TRIM:
+            # the cost-only bound already rules out most options of a large table: the
+            # passes below then price fewer
+            self._use(base)
+            self._trim()
+            if self.table.size == 0:
+                return
         scale = max(self.lower, 1e-9) / self.budget
         self._primal(scale, deadline)
         grid = np.concatenate([[0.0], scale * np.geomspace(1e-4, 1e3, 9)])
@@ -143,11 +185,16 @@ class ChoiceSearch:
         lam_star = float(best.mult.lam[i])
         keep = [lam_star, lam_star * 0.7, lam_star * 1.4]
         sets = Multipliers(np.array(keep), np.zeros((len(keep), r_res)))
-        self.sets = self.relax.tables(sets)
+        self._use(self.relax.tables(sets))
         self._trim()
-        if self._gap() > 1e-9 and not _out(deadline):
-            self._subgradient(lam_star, deadline)
+        if self._open(deadline):
+            self._subgradient(deadline, _SUBGRADIENT_STEPS)
             self._trim()
+
+    def _open(self, deadline: float | None) -> bool:
+        """Whether the bounds still leave a gap that more bounding might close."""
+        return (self._gap() > 1e-9 and not _out(deadline) and self.sets is not None
+                and self.table.size > 0)
 
     def _primal(self, scale: float, deadline: float | None) -> None:
         """M > 1: the relaxation charges lam a / M, blind to the longest stage, so its chains
@@ -173,55 +220,200 @@ class ChoiceSearch:
                 self._offer_chain(tabs, int(i), deadline=deadline)
         # every set's bound is valid: trim with the best few at once (the rest runs smaller)
         top = order[: min(3, order.size)]
-        self.sets = Tables(
-            Multipliers(tabs.mult.lam[top], tabs.mult.mu[top]), tabs.head[top], tabs.tail[top],
-            tabs.value[top], tabs.ends[top], tabs.dense[top],
-        )
+        self._use(tabs.take(top))
         self._trim()
         return tabs
 
-    def _subgradient(self, lam: float, deadline: float | None) -> None:
-        """Projected subgradient on (lam, mu), in units where every constraint is relative
-        (cycle / budget - 1, units / count - 1), Polyak steps towards the best plan known."""
+    # --- classes of the longest stage (M > 1) --------------------------------------------
+
+    def _use(self, tabs: Tables, fresh: bool = True) -> None:
+        """Prune with these sets from now on (one partition of the longest stage's range;
+        not `fresh`: more sets for the classes already in use)."""
+        order, starts = grouped(tabs.mult)
+        self.sets = tabs.take(order)
+        self.starts = starts
+        class_lb = np.maximum.reduceat(self.sets.value, starts)
+        if not fresh and class_lb.size == self.class_lb.size:
+            class_lb = np.maximum(class_lb, self.class_lb)
+        else:
+            self.dead_lb = math.inf
+        self.class_lb = class_lb
+        self._update_lower()
+        self._drop_dead()
+
+    def _update_lower(self) -> None:
+        live = float(self.class_lb.min()) if self.class_lb.size else math.inf
+        self.lower = max(self.lower, min(live, self.dead_lb))
+
+    def _drop_dead(self) -> None:
+        """Forget the classes whose bound exceeds the incumbent: an optimum is in a live one
+        (the label DP and the option bounds then need the live classes only)."""
+        if self.sets is None:
+            return
+        # a class with no bound holds no plan at all (not even with no incumbent)
+        limit = _limit(self.best.cost) if math.isfinite(self.best.cost) else math.inf
+        live = (self.class_lb <= limit) & np.isfinite(self.class_lb)
+        if live.all():
+            return
+        self.dead_lb = min(self.dead_lb, float(self.class_lb[~live].min()))
+        sizes = np.diff(np.append(self.starts, self.sets.mult.n))
+        keep = np.repeat(live, sizes)
+        if not keep.any():
+            self.sets = None
+            self.starts, self.class_lb = np.zeros(0, dtype=np.int64), np.zeros(0)
+            self._update_lower()
+            return
+        self.sets = self.sets.take(np.flatnonzero(keep))
+        self.starts = np.concatenate([[0], np.cumsum(sizes[live])[:-1]]).astype(np.int64)
+        self.class_lb = self.class_lb[live]
+        self._update_lower()
+
+    def _classes(self, deadline: float | None) -> bool:
+        """M > 1: bound per class of the longest stage X (relax_v2): a partition of [0, a_max],
+        each class with its own multiplier search, the classes the incumbent cannot rule out
+        split again (their bound is the loosest where they are wide). False: not used (one
+        micro-batch, or no stage taking turns)."""
+        relax = self.relax
+        if relax.micro == 1 or self.table.size == 0:
+            return False
+        a_max = float(relax.turn_a.max())
+        if a_max <= 0:
+            return False
+        edges = a_max * np.array(_CLASS_EDGES)
+        floors = np.concatenate([[0.0], edges[:-1]])
+        # the caps' prices start where the search over the whole range left them
+        assert self.sets is not None
+        self.mu0 = self.sets.mult.mu[int(np.argmax(self.sets.value))]
+        tabs = self._class_search(floors, edges, deadline)
+        for _ in range(_CLASS_SPLITS):
+            if _out(deadline) or tabs.mult.n >= _MAX_CLASSES:
+                break
+            live = np.flatnonzero(
+                tabs.value <= _limit(self.best.cost) if math.isfinite(self.best.cost)
+                else np.isfinite(tabs.value)
+            )
+            if live.size == 0 or live.size + tabs.mult.n > _MAX_CLASSES:
+                break
+            f, t = tabs.mult.floors[live], tabs.mult.taus[live]
+            mid = np.where(f > 0, (f + t) / 2, t / 4)
+            split = self._class_search(
+                np.concatenate([f, mid]), np.concatenate([mid, t]), deadline
+            )
+            rest = np.setdiff1d(np.arange(tabs.mult.n), live)
+            tabs = join(tabs.take(rest), split)
+        self._use(tabs)
+        self._trim()
+        return True
+
+    def _class_search(
+        self, floors: np.ndarray, taus: np.ndarray, deadline: float | None
+    ) -> Tables:
+        """Each class's best lam (a geometric grid, refined once around its best point); the
+        tables of that set per class, its chain offered as a plan."""
+        relax = self.relax
+        k = floors.size
+        mu = np.tile(self.mu0, (k, 1))
+        zero = Multipliers(np.zeros(k), mu, taus, floors)
+        budgets = relax.budgets(zero)
+        v0 = relax.tables(zero).value
+        ok = np.isfinite(v0) & (budgets > 0)
+        scale = np.where(ok, np.maximum(np.abs(v0), 1e-9) / np.where(ok, budgets, 1.0), 0.0)
+        coarse = np.geomspace(1e-3, 1e3, _CLASS_GRID[0])
+        lams = np.column_stack([np.zeros(k), scale[:, None] * coarse])
+        values = self._class_values(lams, taus, floors)
+        i = np.argmax(values, axis=1)
+        rows = np.arange(k)
+        lo = lams[rows, np.maximum(i - 1, 0)]
+        hi = lams[rows, np.minimum(i + 1, lams.shape[1] - 1)]
+        lo = np.maximum(lo, hi * 1e-6)
+        fine = np.geomspace(
+            np.maximum(lo, 1e-300), np.maximum(hi, 1e-300), _CLASS_GRID[1], axis=1
+        )
+        fine = np.where(ok[:, None], fine, 0.0)
+        lams = np.hstack([lams, fine])
+        values = np.hstack([values, self._class_values(fine, taus, floors)])
+        best = lams[rows, np.argmax(values, axis=1)]
+        # a class with no chain, or whose budget is spent by its floor, holds no plan
+        tabs = relax.tables(Multipliers(best, mu, taus, floors))
+        value = np.where(ok, np.maximum(tabs.value, values.max(axis=1)), np.inf)
+        tabs = Tables(tabs.mult, tabs.head, tabs.tail, value, tabs.ends, tabs.dense)
+        for c in np.argsort(value):
+            if np.isfinite(value[c]) and not _out(deadline):
+                self._offer_chain(tabs, int(c), deadline=deadline)
+        return tabs
+
+    def _class_values(self, lams: np.ndarray, taus: np.ndarray, floors: np.ndarray) -> np.ndarray:
+        k, g = lams.shape
+        out = np.empty((k, g))
+        rows = max(1, _CLASS_SETS // g)
+        for c in range(0, k, rows):
+            part = slice(c, c + rows)
+            n = lams[part].size
+            mult = Multipliers(
+                lams[part].reshape(-1), np.tile(self.mu0, (n, 1)),
+                np.repeat(taus[part], g), np.repeat(floors[part], g),
+            )
+            out[part] = self.relax.tables(mult).value.reshape(-1, g)
+        return out
+
+    def _subgradient(self, deadline: float | None, steps: int) -> None:
+        """Projected subgradient on (lam, mu), one run per live class side by side, in units
+        where every constraint is relative (sum a / M over the class's budget - 1, units /
+        count - 1), Polyak steps towards the best plan known."""
+        assert self.sets is not None
         relax = self.relax
         counts = np.maximum(relax.counts, 1.0)
-        x = np.concatenate([[lam * self.budget], np.zeros(relax.n_res)])
-        theta, stall, best_value = 1.0, 0, self.lower
-        best_x = x.copy()
-        for _ in range(_SUBGRADIENT_STEPS):
+        # each class's best set so far is where its run starts
+        sizes = np.diff(np.append(self.starts, self.sets.mult.n))
+        cls = np.repeat(np.arange(self.starts.size), sizes)
+        first_best = np.array([
+            int(self.starts[c] + np.argmax(self.sets.value[cls == c]))
+            for c in range(self.starts.size)
+        ])
+        base = self.sets.mult.take(first_best)
+        budgets = relax.budgets(base)
+        k = base.n
+        x = np.column_stack([base.lam * budgets, base.mu * counts])
+        theta, stall = np.ones(k), np.zeros(k, dtype=np.int64)
+        best_value, best_x = self.class_lb.copy(), x.copy()
+        for _ in range(steps):
             if _out(deadline) or self._gap() <= 1e-9 or relax.table.size == 0:
                 break
-            mult = Multipliers(np.array([x[0] / self.budget]), (x[1:] / counts)[None, :])
+            mult = Multipliers(x[:, 0] / budgets, x[:, 1:] / counts, base.tau, base.floor)
             tabs = relax.tables(mult)
-            value = float(tabs.value[0])
-            if not math.isfinite(value):
+            value = tabs.value
+            better = value > best_value
+            best_value = np.where(better, value, best_value)
+            best_x[better] = x[better]
+            stall = np.where(better, 0, stall + 1)
+            theta = np.where(stall >= 4, theta / 2, theta)
+            stall[stall >= 4] = 0
+            self.class_lb = np.maximum(self.class_lb, value)
+            self._update_lower()
+            limit = _limit(self.best.cost) if math.isfinite(self.best.cost) else math.inf
+            moving = np.isfinite(value) & (self.class_lb <= limit)
+            if not moving.any():
                 break
-            if value > best_value:
-                best_value, best_x, stall = value, x.copy(), 0
-            else:
-                stall += 1
-                if stall >= 4:
-                    theta, stall = theta / 2, 0
-            self.lower = max(self.lower, value)
-            chosen = relax.plan(tabs, 0)
-            self._offer_chain(tabs, 0, chosen, deadline)
+            target = self.best.cost if math.isfinite(self.best.cost) else math.nan
+            step_x = np.zeros_like(x)
             t = relax.table
-            used_a = float(np.sum(relax.turn_a[chosen]))
-            units = np.zeros(relax.n_res)
-            np.add.at(units, t.res[chosen], t.units[chosen])
-            grad = np.concatenate([
-                [used_a / relax.micro / self.budget - 1], units / counts - 1
-            ])
-            norm = float(grad @ grad)
-            if norm == 0:
-                break
-            target = self.best.cost if math.isfinite(self.best.cost) else 1.05 * abs(value) + 1
-            step = theta * max(target - value, 1e-12 * abs(target)) / norm
-            x = np.maximum(0.0, x + step * grad)
-        if self.sets is not None:
-            lam_b = np.append(self.sets.mult.lam, best_x[0] / self.budget)
-            mu_b = np.vstack([self.sets.mult.mu, (best_x[1:] / counts)[None, :]])
-            self.sets = relax.tables(Multipliers(lam_b, mu_b))
+            for c in np.flatnonzero(moving):
+                chosen = relax.plan(tabs, int(c))
+                self._offer_chain(tabs, int(c), chosen, deadline)
+                used_a = float(np.sum(relax.turn_a[chosen]))
+                units = np.zeros(relax.n_res)
+                np.add.at(units, t.res[chosen], t.units[chosen])
+                grad = np.concatenate([[used_a / relax.micro / budgets[c] - 1], units / counts - 1])
+                norm = float(grad @ grad)
+                if norm == 0:
+                    continue
+                goal = target if math.isfinite(target) else 1.05 * abs(value[c]) + 1
+                step = theta[c] * max(goal - value[c], 1e-12 * abs(goal)) / norm
+                step_x[c] = step * grad
+            x = np.maximum(0.0, x + step_x)
+        mult = Multipliers(best_x[:, 0] / budgets, best_x[:, 1:] / counts, base.tau, base.floor)
+        # the same classes in the same order: what they proved stays proved
+        self._use(relax.tables(concat([self.sets.mult, mult])), fresh=False)
 
     def _offer_chain(
         self, tabs: Tables, index: int, chosen: list[int] | None = None,
@@ -345,23 +537,31 @@ class ChoiceSearch:
         self.best.offer(self._direct(chosen))
 
     def _trim(self) -> None:
-        """Drop every option whose bound exceeds the best known plan's cost."""
+        """Drop every option whose bound exceeds the best known plan's cost (in every live
+        class of the longest stage that could hold it)."""
         if self.sets is None or not math.isfinite(self.best.cost):
             return
-        bounds = self.relax.option_bounds(self.sets).max(axis=0)
-        keep = bounds <= _limit(self.best.cost)
+        self._drop_dead()
+        if self.sets is None:
+            keep = np.zeros(self.table.size, dtype=bool)
+        else:
+            bounds = partition_bound(self.relax.option_bounds(self.sets), self.starts)
+            keep = bounds <= _limit(self.best.cost)
         if keep.all():
             return
         self.table = self.table.select(keep)
-        mult = self.sets.mult
         self.relax = Relaxation(
             self.table, self.relax.n, self.relax.n_res, self.relax.micro, self.budget,
             self.relax.counts,
         )
-        if self.table.size == 0:
+        if self.table.size == 0 or self.sets is None:
             return
-        self.sets = self.relax.tables(mult)
-        self.lower = max(self.lower, float(np.max(self.sets.value)))
+        # fewer options: every set's bound can only rise
+        self.sets = self.relax.tables(self.sets.mult)
+        self.class_lb = np.maximum(
+            self.class_lb, np.maximum.reduceat(self.sets.value, self.starts)
+        )
+        self._update_lower()
 
     def _gap(self) -> float:
         if not math.isfinite(self.best.cost):
@@ -371,9 +571,35 @@ class ChoiceSearch:
     # --- the exact DP -------------------------------------------------------------------
 
     def solve(self, deadline: float | None) -> None:
-        """The optimum over this placement (or BudgetReached with the bounds so far)."""
+        """The optimum over this placement (or BudgetReached with the bounds so far).
+
+        The label DP first runs on the bounds of `bound` with a budget of labels; most
+        instances finish within it. One that outgrows it (caps and several micro-batches,
+        where the bound is blind to the longest stage) is abandoned, bounded again by class
+        of the longest stage, and solved with those bounds: the same optimum either way,
+        the budget only decides which bounds prune."""
         if self.proven:
             return
+        capped: list[str] = []
+        if self._splittable():
+            try:
+                self._rounds(capped, deadline, _TRIAL_LABELS)
+                return
+            except _Abandoned:
+                pass
+            if self._classes(deadline) and self._open(deadline):
+                self._subgradient(deadline, _CLASS_STEPS)
+                self._trim()
+        self._rounds(capped, deadline, None)
+
+    def _splittable(self) -> bool:
+        return (not self.fixed and self.relax.micro > 1 and self.sets is not None
+                and self.table.size > 0 and math.isfinite(self.best.cost))
+
+    def _rounds(self, capped: list[str], deadline: float | None, labels: int | None) -> None:
+        """The label DP, caps tracked round by round (`capped` grows in place: a later call
+        starts from the caps found so far, a valid start as any). `labels`: abandon
+        (_Abandoned) once the pruning test has seen that many labels."""
         if self.table.size == 0:
             # every option is dearer than the incumbent: it is optimal
             self.proven = True
@@ -382,7 +608,8 @@ class ChoiceSearch:
         candidates = self.table.candidates(names)
         upper = self.best.cost
         keep = self._label_bound() if math.isfinite(upper) else None
-        capped: list[str] = []
+        if keep is not None and labels is not None:
+            keep = _budgeted(keep, labels)
         while True:
             solution = LabelDP(
                 self.instance, candidates, capped, self.counts, self.rate, upper,
@@ -401,28 +628,54 @@ class ChoiceSearch:
                 self.best.offer(solution)
                 self.proven = True
                 return
-            capped = sorted(set(capped) | over)
+            capped[:] = sorted(set(capped) | over)
 
     def _label_bound(self):  # type: ignore[no-untyped-def]
-        assert self.sets is not None
+        self._drop_dead()
+        if self.sets is None:
+            return lambda lab, j, r, capped: np.zeros(lab.size, dtype=bool)
         tabs = self.sets
+        starts = self.starts
         relax = self.relax
         micro = relax.micro
         names = self.instance.resource_names
         limit = _limit(self.best.cost)
         lam, mu = tabs.mult.lam, tabs.mult.mu
+        floor = tabs.mult.floors[:, None]
+        tau = None if tabs.mult.tau is None else tabs.mult.tau[:, None]
         offset = lam * self.budget + mu @ relax.counts
 
         def keep(lab: Labels, j: int, r: int, capped: list[str]) -> np.ndarray:
-            time_used = lab.total / micro + (1 - 1 / micro) * lab.top
-            value = lab.cost[None, :] + lam[:, None] * time_used[None, :]
+            # a completion in class (floor, tau] has its longest stage >= max(X, floor)
+            longest = np.maximum(lab.top[None, :], floor)
+            time_used = lab.total[None, :] / micro + (1 - 1 / micro) * longest
+            value = lab.cost[None, :] + lam[:, None] * time_used
             if capped:
                 cols = [names.index(c) for c in capped]
                 value = value + mu[:, cols] @ lab.usage.T
             value = value + tabs.tail[:, j + 1, r][:, None] - offset[:, None]
-            return np.all(value <= limit, axis=0)
+            if tau is not None:
+                value[lab.top[None, :] > tau] = np.inf  # not a prefix of that class's plans
+            return partition_bound(value, starts) <= limit
 
         return keep
+
+
+class _Abandoned(Exception):
+    """The trial label DP saw more labels than its budget."""
+
+
+def _budgeted(keep: LabelBound, labels: int) -> LabelBound:
+    """`keep`, raising _Abandoned once it has been asked about `labels` labels in all."""
+    seen = [0]
+
+    def counted(lab: Labels, j: int, r: int, capped: Sequence[str]) -> np.ndarray:
+        seen[0] += lab.size + _CALL_WEIGHT
+        if seen[0] > labels:
+            raise _Abandoned
+        return keep(lab, j, r, capped)
+
+    return counted
 
 
 def allocate(instance: Instance, choice: object, chain: list[Options]) -> Solution | None:
@@ -457,9 +710,16 @@ def exact_v2(
     deadline = started + budget_s if budget_s is not None and math.isfinite(budget_s) else None
     choices, reasons = server_choices(instance)
     report(Progress(0, 4, "pricing every candidate stage"))
-    full = option_table(StageTerms(instance))
     names = instance.resource_names
-    searches = [ChoiceSearch(instance, c, full.within(c.counts, names)) for c in choices]
+    # a stage's row wait depends on where the shards are (row_s of the host over the
+    # shards): one table per distinct wait, each placement's counts taken from it
+    tables: dict[float, OptionTable] = {}
+    searches = []
+    for c in choices:
+        wait = server_row_wait_s(instance, c.server)
+        if wait not in tables:
+            tables[wait] = option_table(StageTerms(instance, server=c.server))
+        searches.append(ChoiceSearch(instance, c, tables[wait].within(c.counts, names)))
     report(Progress(1, 4, "Lagrangian bounds"))
     timed_out = False
     for search in searches:
@@ -477,9 +737,9 @@ def exact_v2(
         if search.lower + search.server_cost > _limit(best_total):
             search.proven = True  # cannot beat a plan already known
             continue
-        # the incumbent over every placement prunes this one too
-        search.best.cost = min(search.best.cost, best_total - search.server_cost) \
-            if search.best.solution is None else search.best.cost
+        # the incumbent over every placement prunes this one too (a plan here dearer than
+        # the best known one elsewhere cannot win; ties survive the limit's slack)
+        search.best.cost = min(search.best.cost, best_total - search.server_cost)
         try:
             search.solve(deadline)
         except BudgetReached:

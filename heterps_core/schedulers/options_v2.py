@@ -145,19 +145,21 @@ def _price(
     t_out = np.where(last == n - 1, 0.0, 2 * out_mb[last] * 1e6 / bw)[:, None]
     sync_mb = np.asarray(costs._sync_mb)
     sync_s = (2 * (sync_mb[last + 1] - sync_mb[first]) * 1e6 / bw)[:, None]
-    push = pull = np.zeros((first.size, 1))
+    wait = np.zeros((first.size, 1))
     if terms.server:
+        # StageTerms.row_wait: the pull and push traffic, then the server's work on the rows
         push_sum, pull_sum = np.asarray(terms._push), np.asarray(terms._pull)
-        push = ((push_sum[last + 1] - push_sum[first]) * 1e6 / bw)[:, None]
-        pull = ((pull_sum[last + 1] - pull_sum[first]) * 1e6 / bw)[:, None]
+        rows_sum = np.asarray(terms._rows)
+        traffic = (pull_sum[last + 1] - pull_sum[first] + push_sum[last + 1]
+                   - push_sum[first]) * 1e6 / bw
+        wait = (traffic + (rows_sum[last + 1] - rows_sum[first]) * terms.row_wait_s)[:, None]
     k = np.arange(1, count + 1, dtype=np.float64)[None, :]
-    pulls = np.where(k >= 2, pull, 0.0)
     reduce = (k - 1) / k * sync_s
     ahead = _runs_ahead(terms, last)
     times = np.where(
         ahead[:, None],
-        np.maximum(compute, t_in + t_out + push + pulls) + reduce,
-        t_in + t_out + pulls + np.maximum(compute, push) + reduce,
+        np.maximum(compute + wait, t_in + t_out) + reduce,
+        t_in + t_out + compute + wait + reduce,
     )
     fixed_sum, sharded_sum = np.asarray(costs._fixed_gb), np.asarray(costs._sharded_gb)
     fixed = (fixed_sum[last + 1] - fixed_sum[first])[:, None]

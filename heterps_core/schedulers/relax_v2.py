@@ -13,6 +13,14 @@ all chains by a plain DP over (prefix, last resource), caps and time budget igno
 bound for every multiplier. Forward (`head`) and backward (`tail`) tables of that DP bound
 every option (prefix before it + the option + suffix after it) and every partial plan of the
 label DP (its exact cost and time so far + the best suffix).
+
+*Classes of the longest stage.* With M > 1 the term `(1 - 1/M) max a` is most of the cycle and
+the bound above is blind to it. A set of multipliers may therefore also name a class
+`floor < X <= tau` of the longest stage X = max a (the first class of a partition also holds
+X = floor = 0): a plan of that class uses only options with `a <= tau` (the others are priced
+inf) and has `sum a / M <= b - (1 - 1/M) floor`, so the same DP with that budget bounds every
+plan of the class. The bound of a partition of [0, inf) into classes is the least over its
+classes of each class's best bound.
 """
 
 from __future__ import annotations
@@ -28,10 +36,37 @@ from heterps_core.schedulers.options_v2 import OptionTable
 class Multipliers:
     lam: np.ndarray  # (n_sets,) price of the time budget, $/h per (s/sample of cycle)
     mu: np.ndarray  # (n_sets, n_resources) price of one unit beyond a cap
+    # the class of the longest stage each set bounds: floor < X <= tau (None: 0 and inf)
+    tau: np.ndarray | None = None
+    floor: np.ndarray | None = None
 
     @property
     def n(self) -> int:
         return int(self.lam.size)
+
+    @property
+    def taus(self) -> np.ndarray:
+        return np.full(self.n, np.inf) if self.tau is None else self.tau
+
+    @property
+    def floors(self) -> np.ndarray:
+        return np.zeros(self.n) if self.floor is None else self.floor
+
+    def take(self, index: np.ndarray | slice) -> Multipliers:
+        """The sets at `index` (with their classes)."""
+        return Multipliers(
+            self.lam[index], self.mu[index],
+            None if self.tau is None else self.tau[index],
+            None if self.floor is None else self.floor[index],
+        )
+
+
+def concat(parts: list[Multipliers]) -> Multipliers:
+    """The sets of every part, in order."""
+    return Multipliers(
+        np.concatenate([p.lam for p in parts]), np.vstack([p.mu for p in parts]),
+        np.concatenate([p.taus for p in parts]), np.concatenate([p.floors for p in parts]),
+    )
 
 
 @dataclass(frozen=True)
@@ -46,6 +81,13 @@ class Tables:
     value: np.ndarray
     ends: np.ndarray  # ends[l, i, r]: cheapest priced cover of 0..i-1 ending on r
     dense: np.ndarray  # dense[l, i, j, r]: cheapest priced option of stage i..j on r
+
+    def take(self, index: np.ndarray) -> Tables:
+        """The tables of the sets at `index`."""
+        return Tables(
+            self.mult.take(index), self.head[index], self.tail[index], self.value[index],
+            self.ends[index], self.dense[index],
+        )
 
 
 class Relaxation:
@@ -67,15 +109,24 @@ class Relaxation:
         self._index: dict[tuple[int, int, int], int] | None = None
 
     def priced(self, mult: Multipliers, full_time: bool = False) -> np.ndarray:
-        """w per option and multiplier set; `full_time` charges lam a instead of lam a / M
-        (valid for one option on its own: the cycle is at least a_s + the others' sum / M)."""
+        """w per option and multiplier set (inf outside the set's class); `full_time` also
+        charges lam (1 - 1/M) max(a, floor), valid for one option on its own: the longest
+        stage of a plan using it is at least a and above the class's floor."""
         t = self.table
-        scale = 1.0 if full_time else 1.0 / self.micro
-        w = (mult.lam * scale)[:, None] * self.turn_a[None, :]
+        w = (mult.lam / self.micro)[:, None] * self.turn_a[None, :]
+        if full_time:
+            longest = np.maximum(self.turn_a[None, :], mult.floors[:, None])
+            w += (mult.lam * (1 - 1 / self.micro))[:, None] * longest
         w += t.cost[None, :]
         if mult.mu.any():
             w += mult.mu[:, t.res] * t.units[None, :]
+        if mult.tau is not None:
+            w[self.turn_a[None, :] > mult.tau[:, None]] = np.inf
         return w
+
+    def budgets(self, mult: Multipliers) -> np.ndarray:
+        """Per set, the budget of sum a / M in its class: b - (1 - 1/M) floor."""
+        return self.budget - (1 - 1 / self.micro) * mult.floors
 
     def tables(self, mult: Multipliers) -> Tables:
         n, n_res = self.n, self.n_res
@@ -97,7 +148,7 @@ class Relaxation:
         for i in range(n - 1, -1, -1):
             starts[:, i, :] = np.min(dense[:, i, i:, :] + tail[:, i + 1 :, :], axis=1)
             tail[:, i, :] = self._others(starts[:, i, :])
-        value = ends[:, n, :].min(axis=1) - mult.lam * self.budget - mult.mu @ self.counts
+        value = ends[:, n, :].min(axis=1) - mult.lam * self.budgets(mult) - mult.mu @ self.counts
         return Tables(mult, head, tail, value, ends, dense)
 
     def _sparse_tables(self, mult: Multipliers, weights: np.ndarray, dense: np.ndarray) -> Tables:
@@ -130,7 +181,7 @@ class Relaxation:
                 ready.add(la + 1)
             starts[:, f, r] = np.minimum(starts[:, f, r], weights[:, c] + tail[:, la + 1, r])
         tail[:, :n, :] = self._others(starts[:, :n, :])
-        value = ends[:, n, :].min(axis=1) - mult.lam * self.budget - mult.mu @ self.counts
+        value = ends[:, n, :].min(axis=1) - mult.lam * self.budgets(mult) - mult.mu @ self.counts
         return Tables(mult, head, tail, value, ends, dense)
 
     def _others(self, x: np.ndarray) -> np.ndarray:
@@ -156,8 +207,7 @@ class Relaxation:
         """The options (indices into the table) of a chain attaining set `index`'s bound."""
         t = self.table
         ends, dense = tabs.ends[index], tabs.dense[index]
-        priced = self.priced(Multipliers(tabs.mult.lam[index : index + 1],
-                                         tabs.mult.mu[index : index + 1]))[0]
+        priced = self.priced(tabs.mult.take(slice(index, index + 1)))[0]
         if self._index is None:
             self._index = self._stage_index()
         stage_of = self._index
@@ -185,3 +235,30 @@ class Relaxation:
                 strict=True,
             ))
         }
+
+
+def grouped(mult: Multipliers) -> tuple[np.ndarray, np.ndarray]:
+    """An order of the sets that makes each class's sets contiguous, and where each class
+    starts in that order (for `partition_bound`)."""
+    keys = np.column_stack([mult.floors, mult.taus])
+    order = np.lexsort(keys.T[::-1])
+    keys = keys[order]
+    new = np.ones(order.size, dtype=bool)
+    new[1:] = np.any(keys[1:] != keys[:-1], axis=1)
+    return order, np.flatnonzero(new)
+
+
+def join(a: Tables, b: Tables) -> Tables:
+    """The sets of both."""
+    return Tables(
+        concat([a.mult, b.mult]), np.concatenate([a.head, b.head]),
+        np.concatenate([a.tail, b.tail]), np.concatenate([a.value, b.value]),
+        np.concatenate([a.ends, b.ends]), np.concatenate([a.dense, b.dense]),
+    )
+
+
+def partition_bound(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Per item, the bound of the partition: the least over classes of the class's best
+    (largest) bound. `values` is (sets x items) with the sets grouped as `grouped` leaves
+    them."""
+    return np.maximum.reduceat(values, starts, axis=0).min(axis=0)

@@ -18,6 +18,7 @@ import pytest
 from heterps_core.costmodel import REL_TOL, costs_equal, evaluate, stages_of
 from heterps_core.costmodel_v2 import StageTerms, place_server, server_need
 from heterps_core.instance import Instance
+from heterps_core.plan import ServerPlacement
 from heterps_core.schedulers.exact import exact_plan
 
 N_INSTANCES = 300
@@ -63,7 +64,7 @@ def brute(inst: Instance) -> tuple[float, float] | None:
     batch, target, micro = inst.batch_size, inst.throughput_target, inst.micro_batches
     counts = {r.name: r.count for r in inst.resources}
     need = server_need(inst)
-    choices: list[tuple[float, float, dict[str, int]]] = [(0.0, math.inf, counts)]
+    choices: list[tuple[ServerPlacement | None, dict[str, int]]] = [(None, counts)]
     if need is not None:
         assert inst.parameter_server is not None
         choices = []
@@ -72,10 +73,13 @@ def brute(inst: Instance) -> tuple[float, float] | None:
             if placed is not None:
                 left = dict(counts)
                 left[host] -= placed.shards
-                choices.append((placed.cost_per_hour, placed.throughput, left))
+                choices.append((placed, left))
     best: tuple[float, float] | None = None
-    for server_cost, server_rate, left in choices:
-        terms = StageTerms(inst, left)
+    for placed, left in choices:
+        server_cost = placed.cost_per_hour if placed else 0.0
+        server_rate = placed.throughput if placed else math.inf
+        # the shards' host and number set each sparse stage's row wait
+        terms = StageTerms(inst, left, placed)
         for assignment in itertools.product(names, repeat=n):
             runs = stages_of(assignment)
             if any(not terms.costs.runs_on(f, la, r) or left[r] < 1 for f, la, r in runs):

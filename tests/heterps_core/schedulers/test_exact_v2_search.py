@@ -48,7 +48,10 @@ def generated(seed: int, n: int, caps: bool = False, n_res: int = 4) -> Instance
 @pytest.mark.parametrize("seed", range(8))
 def test_option_table_equals_stage_options(seed: int) -> None:
     inst = generated(seed, 12) if seed % 2 else Instance.from_dict(_raw(seed))
-    terms = StageTerms(inst)
+    # with a server, its first placement: the row wait then includes the shards' work
+    choices, _ = server_choices(inst)
+    server = choices[0].server if choices else None
+    terms = StageTerms(inst, server=server)
     table = option_table(terms)
     names = inst.resource_names
     by_stage = {(o.first, o.last, o.resource): o
@@ -96,8 +99,8 @@ def test_bounds_bracket_the_optimum(seed: int) -> None:
     best = exact_plan(inst)
     assert best.feasible
     choices, _ = server_choices(inst)
-    full = option_table(StageTerms(inst))
     for choice in choices:
+        full = option_table(StageTerms(inst, server=choice.server))
         search = ChoiceSearch(inst, choice, full.within(choice.counts, inst.resource_names))
         search.bound(None)
         server = choice.server.cost_per_hour if choice.server else 0.0
@@ -111,7 +114,7 @@ def unpruned(inst: Instance) -> tuple[float, float] | None:
     out = None
     choices, _ = server_choices(inst)
     for choice in choices:
-        table = option_table(StageTerms(inst, choice.counts))
+        table = option_table(StageTerms(inst, choice.counts, choice.server))
         candidates = table.candidates(inst.resource_names)
         rate = choice.server.throughput if choice.server else math.inf
         capped: list[str] = []
@@ -155,7 +158,7 @@ def hard_instance() -> Instance:
     for seed in range(40):
         inst = generated(seed, 24, caps=True)
         choices, _ = server_choices(inst)
-        full = option_table(StageTerms(inst))
+        full = option_table(StageTerms(inst, server=choices[0].server))
         search = ChoiceSearch(inst, choices[0], full.within(choices[0].counts,
                                                              inst.resource_names))
         search.bound(None)
