@@ -438,10 +438,11 @@ class ChoiceSearch:
         try:
             sub.bound(deadline)
             # an upper bound only: without a plan of its own the sub-search's DP would have
-            # no pruning, and proving a chain infeasible is not needed here
-            if sub.best.solution is not None:
-                sub.solve(deadline)
-        except BudgetReached:
+            # no pruning, and proving a chain infeasible is not needed here; nor is the
+            # chain's own optimum when its DP grows large (many stages on one capped type)
+            if sub.best.solution is not None and not sub.proven:
+                sub._rounds([], deadline, _TRIAL_LABELS)
+        except (BudgetReached, _Abandoned):
             pass
         self.best.offer(sub.best.solution)
 
