@@ -2,14 +2,18 @@
 
 Per parameter-server placement (docs/schedulers.md, "The exact method under cost model v2"):
 
-1. every option (stage x unit count) priced at once (`options_v2`);
+1. every option (stage x unit count) priced at once (`options_v2`), the row wait of the
+   placement's shards included;
 2. Lagrangian bounds (`relax_v2`): a search over the time budget's multiplier, then
    subgradient steps that also price the caps; each bound's chain, its units re-chosen
    exactly for its assignment (`evaluate`'s DP), gives a plan that fits every cap: the upper
    bound U;
 3. options whose bound exceeds U removed; the label DP keeps only labels whose exact cost so
    far plus the bound of the cheapest completion stays within U;
-4. caps as in v1: relaxations that track more resources until the answer fits.
+4. caps as in v1: relaxations that track more resources until the answer fits;
+5. M > 1: when the label DP outgrows a budget of labels, it is abandoned and the bounds are
+   taken again per class of the longest stage (each class with its own multipliers), which
+   see the `(1 - 1/M) max a` term of the cycle that step 2's bound leaves out.
 
 With a time budget the search stops at the deadline and returns the best plan found, with a
 note giving its certified gap (never a plan called optimal that is not proven so).
@@ -57,20 +61,20 @@ from heterps_core.schedulers.relax_v2 import (
 # How many distinct chains of the bounds get their units re-chosen exactly (upper bounds).
 _ALLOCATIONS = 20
 _SUBGRADIENT_STEPS = 30
-_PRE_TRIM = True
 # Classes of the longest stage (M > 1): the first partition's upper edges as fractions of the
-# largest a, how many times the classes the incumbent leaves open are split, at most how many
-# classes, and at most how many multiplier sets per table pass of the class search.
+# largest a; how many times the classes the incumbent leaves open are split; at most how many
+# classes; at most how many multiplier sets per table pass of the class search; multipliers
+# per class (a coarse grid, then a fine one around its best point); subgradient steps.
 _CLASS_EDGES = (1 / 64, 1 / 16, 1 / 4, 1 / 2, 3 / 4, 1.0)
 _CLASS_SPLITS = 1
 _MAX_CLASSES = 24
 _CLASS_SETS = 96
-# multipliers per class: the coarse grid, then the fine one around its best point
 _CLASS_GRID = (10, 8)
 _CLASS_STEPS = 15
-# Labels the first label DP may look at before it is abandoned for the class bounds (on the
-# 64 x 6 grid: at most about 40,000 in the instances it solves in under 0.2 s, 100,000 to
-# 600,000 in those it took 0.2-1.4 s on).
+# Work the first label DP (and a chain's re-chosen units) may do before it is abandoned:
+# labels looked at, plus _CALL_WEIGHT per batch of them (a batch costs about that many
+# labels' time). On the 64 x 6 grid the instances the DP solved in under 0.2 s looked at
+# up to about 40,000 labels, those it took 0.2-1.4 s on 100,000-600,000.
 _TRIAL_LABELS = 20_000
 _CALL_WEIGHT = 20
 
@@ -160,13 +164,12 @@ class ChoiceSearch:
                 self.lower, self.proven = math.inf, True  # no unit choice meets the budget
                 return
         self._offer_chain(base, 0, deadline=deadline)
-        if _PRE_TRIM:
-            # the cost-only bound already rules out most options of a large table: the
-            # passes below then price fewer
-            self._use(base)
-            self._trim()
-            if self.table.size == 0:
-                return
+        # the cost-only bound already rules out most options of a large table: the passes
+        # below then price fewer
+        self._use(base)
+        self._trim()
+        if self.table.size == 0:
+            return
         scale = max(self.lower, 1e-9) / self.budget
         self._primal(scale, deadline)
         grid = np.concatenate([[0.0], scale * np.geomspace(1e-4, 1e3, 9)])
@@ -259,9 +262,18 @@ class ChoiceSearch:
         sizes = np.diff(np.append(self.starts, self.sets.mult.n))
         keep = np.repeat(live, sizes)
         if not keep.any():
+            # no class can beat the incumbent: it is optimal (or, with none, nothing is
+            # feasible), and no option is needed any more
             self.sets = None
             self.starts, self.class_lb = np.zeros(0, dtype=np.int64), np.zeros(0)
             self._update_lower()
+            self.table = self.table.select(np.zeros(self.table.size, dtype=bool))
+            self.relax = Relaxation(
+                self.table, self.relax.n, self.relax.n_res, self.relax.micro, self.budget,
+                self.relax.counts,
+            )
+            if self.best.solution is None:
+                self.reason = f"no chain of stages meets the target ({sync_label(self.instance)})"
             return
         self.sets = self.sets.take(np.flatnonzero(keep))
         self.starts = np.concatenate([[0], np.cumsum(sizes[live])[:-1]]).astype(np.int64)
@@ -544,10 +556,9 @@ class ChoiceSearch:
             return
         self._drop_dead()
         if self.sets is None:
-            keep = np.zeros(self.table.size, dtype=bool)
-        else:
-            bounds = partition_bound(self.relax.option_bounds(self.sets), self.starts)
-            keep = bounds <= _limit(self.best.cost)
+            return
+        bounds = partition_bound(self.relax.option_bounds(self.sets), self.starts)
+        keep = bounds <= _limit(self.best.cost)
         if keep.all():
             return
         self.table = self.table.select(keep)
@@ -555,7 +566,7 @@ class ChoiceSearch:
             self.table, self.relax.n, self.relax.n_res, self.relax.micro, self.budget,
             self.relax.counts,
         )
-        if self.table.size == 0 or self.sets is None:
+        if self.table.size == 0:
             return
         # fewer options: every set's bound can only rise
         self.sets = self.relax.tables(self.sets.mult)

@@ -139,15 +139,17 @@ class Relaxation:
         ends = np.full((sets, n + 1, n_res), np.inf)  # cover of 0..i-1 ending on r
         head = np.full((sets, n + 1, n_res), np.inf)
         head[:, 0, :] = 0.0
+        least = np.minimum.reduce  # the ufunc itself: these loops make many small calls
+        off = self._off
         for j in range(n):
-            ends[:, j + 1, :] = np.min(head[:, : j + 1, :] + dense[:, : j + 1, j, :], axis=1)
-            head[:, j + 1, :] = self._others(ends[:, j + 1, :])
+            ends[:, j + 1, :] = least(head[:, : j + 1, :] + dense[:, : j + 1, j, :], axis=1)
+            head[:, j + 1, :] = least(ends[:, j + 1, None, :] + off, axis=-1)
         starts = np.full((sets, n + 1, n_res), np.inf)
         tail = np.full((sets, n + 1, n_res), np.inf)
         tail[:, n, :] = 0.0
         for i in range(n - 1, -1, -1):
-            starts[:, i, :] = np.min(dense[:, i, i:, :] + tail[:, i + 1 :, :], axis=1)
-            tail[:, i, :] = self._others(starts[:, i, :])
+            starts[:, i, :] = least(dense[:, i, i:, :] + tail[:, i + 1 :, :], axis=1)
+            tail[:, i, :] = least(starts[:, i, None, :] + off, axis=-1)
         value = ends[:, n, :].min(axis=1) - mult.lam * self.budgets(mult) - mult.mu @ self.counts
         return Tables(mult, head, tail, value, ends, dense)
 
@@ -186,7 +188,7 @@ class Relaxation:
 
     def _others(self, x: np.ndarray) -> np.ndarray:
         """min over q != r of x[..., q], for every r."""
-        return np.min(x[..., None, :] + self._off, axis=-1)
+        return np.minimum.reduce(x[..., None, :] + self._off, axis=-1)
 
     def option_bounds(self, tabs: Tables) -> np.ndarray:
         """Lower bound on the cost of any plan that uses each option, per multiplier set."""
