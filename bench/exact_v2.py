@@ -124,9 +124,13 @@ def write(rows: list[tuple], started: datetime, load_start: str, load_end: str,
         f"64 x 6: slowest solve {max(at64):.2f} s wall, {max(cpu64):.2f} s CPU over "
         f"{sum(r[5] for r in rows if r[0] == 64)} instances.",
         "",
-        "Before (the label DP without the Lagrangian bounds, docs/schedulers.md): 32 x 6 async "
-        "over 100 s, 32 x 6 bsp 38 s; a 32-layer bsp instance (seed 1) 270 s with the first "
-        "version of the bounds, whose upper bound came from a slow unpruned sub-search.",
+        "Before the bounds by class of the longest stage (docs/schedulers.md, step 5; "
+        "2026-12-01 15:56 UTC, load 0.9, the cost model before the row wait): 64 x 6 slowest "
+        "1.92 s (bsp, M = 4, binding caps, seed 3) and 1.34 s (async, same), every other 64 x "
+        "6 row under 1 s; 32 x 6 bsp M = 4 capped with a server 1.34 s. Before the "
+        "Lagrangian bounds (the plain label DP): 32 x 6 async over 100 s, 32 x 6 bsp 38 s; a "
+        "32-layer bsp instance (seed 1) 270 s with the first version of the bounds, whose "
+        "upper bound came from a slow unpruned sub-search.",
         "",
     ]
     DOC.write_text("\n".join(lines))
