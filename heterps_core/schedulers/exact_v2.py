@@ -87,16 +87,31 @@ def _limit(upper: float) -> float:
 
 @dataclass
 class Incumbent:
-    """The best plan known that fits every cap (its stage cost and throughput)."""
+    """The best plan known that fits every cap (its stage cost and throughput). `cost` prunes:
+    the least of its cost and `ceiling`, what a plan must not exceed to matter at all (the
+    best plan of another server placement, less this one's server cost)."""
 
     solution: Solution | None = None
-    cost: float = math.inf
+    _ceiling: float = math.inf
+    _own: float = math.inf
+
+    @property
+    def cost(self) -> float:
+        return min(self._own, self._ceiling)
+
+    @property
+    def ceiling(self) -> float:
+        return self._ceiling
+
+    @ceiling.setter
+    def ceiling(self, value: float) -> None:
+        self._ceiling = min(self._ceiling, value)
 
     def offer(self, solution: Solution | None) -> None:
         if solution is None:
             return
         if self.solution is None or _better(solution, self.solution):
-            self.solution, self.cost = solution, solution.cost
+            self.solution, self._own = solution, solution.cost
 
 
 def _better(a: Solution, b: Solution) -> bool:
@@ -141,23 +156,33 @@ class ChoiceSearch:
         self.class_lb = np.full(1, -np.inf)
         self.dead_lb = math.inf
         self.mu0 = np.zeros(len(names))
+        self._base: Tables | None = None
         self._tried: set[tuple[tuple[int, int], ...]] = set()
 
     # --- bounds -------------------------------------------------------------------------
 
-    def bound(self, deadline: float | None) -> None:
-        """Lower bound (Lagrangian) and upper bound (plans that fit every cap)."""
+    def start(self) -> None:
+        """The cost-only bound (no multipliers): a first lower bound, or the proof that no
+        chain of stages exists at all."""
         none = f"no chain of stages meets the target ({sync_label(self.instance)})"
         if self.table.size == 0:
             self.lower, self.proven, self.reason = math.inf, True, none
             return
-        r_res = self.relax.n_res
-        zero = Multipliers(np.zeros(1), np.zeros((1, r_res)))
-        base = self.relax.tables(zero)
-        if not math.isfinite(float(base.value[0])):
+        zero = Multipliers(np.zeros(1), np.zeros((1, self.relax.n_res)))
+        self._base = self.relax.tables(zero)
+        if not math.isfinite(float(self._base.value[0])):
             self.lower, self.proven, self.reason = math.inf, True, none
             return
-        self.lower = float(base.value[0])
+        self.lower = max(self.lower, float(self._base.value[0]))
+
+    def bound(self, deadline: float | None) -> None:
+        """Lower bound (Lagrangian) and upper bound (plans that fit every cap)."""
+        if self._base is None and not self.proven:
+            self.start()
+        if self.proven or self._base is None:
+            return
+        r_res = self.relax.n_res
+        base = self._base
         if self.fixed:
             self._greedy()
             if self.best.solution is None and not self._fastest():
@@ -732,26 +757,35 @@ def exact_v2(
         if wait not in tables:
             tables[wait] = option_table(StageTerms(instance, server=c.server))
         searches.append(ChoiceSearch(instance, c, tables[wait].within(c.counts, names)))
-    report(Progress(1, 4, "Lagrangian bounds"))
-    timed_out = False
+    # The placements one after the other, cheapest first by the cost-only bound: the best
+    # plan of those done bounds the next from the start (a plan there dearer than it cannot
+    # win; ties survive the limit's slack), so its bounds trim more and it is often ruled out
+    # before its label DP.
     for search in searches:
-        if _out(deadline):
-            timed_out = True
-            break
-        search.bound(deadline)
-    report(Progress(2, 4, "label DP over the kept options", _metrics(searches)))
+        search.start()
     order = sorted(searches, key=lambda s: s.lower + s.server_cost)
-    for search in order:
-        if timed_out or _out(deadline):
+    timed_out = False
+    for i, search in enumerate(order):
+        if _out(deadline):
             timed_out = True
             break
         best_total = min((s.best.cost + s.server_cost for s in searches), default=math.inf)
         if search.lower + search.server_cost > _limit(best_total):
             search.proven = True  # cannot beat a plan already known
             continue
-        # the incumbent over every placement prunes this one too (a plan here dearer than
-        # the best known one elsewhere cannot win; ties survive the limit's slack)
-        search.best.cost = min(search.best.cost, best_total - search.server_cost)
+        search.best.ceiling = best_total - search.server_cost
+        report(Progress(1, 4, _placement("Lagrangian bounds", i, len(order))))
+        search.bound(deadline)
+        if _out(deadline):
+            timed_out = True
+            break
+        best_total = min((s.best.cost + s.server_cost for s in searches), default=math.inf)
+        if search.lower + search.server_cost > _limit(best_total):
+            search.proven = True
+            continue
+        search.best.ceiling = best_total - search.server_cost
+        report(Progress(2, 4, _placement("label DP over the kept options", i, len(order)),
+                        _metrics(searches)))
         try:
             search.solve(deadline)
         except BudgetReached:
@@ -760,9 +794,13 @@ def exact_v2(
     return _result(instance, searches, reasons, timed_out, budget_s, report)
 
 
+def _placement(what: str, i: int, n: int) -> str:
+    return what if n == 1 else f"{what} (server placement {i + 1} of {n})"
+
+
 def _metrics(searches: list[ChoiceSearch]) -> dict[str, float]:
     lower = min((s.lower + s.server_cost for s in searches), default=math.inf)
-    upper = min((s.best.cost + s.server_cost for s in searches if s.best.solution),
+    upper = min((s.best.solution.cost + s.server_cost for s in searches if s.best.solution),
                 default=math.inf)
     out = {"lower_bound_per_hour": lower}
     if math.isfinite(upper):
