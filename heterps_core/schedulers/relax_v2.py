@@ -106,7 +106,7 @@ class Relaxation:
         off = np.zeros((n_res, n_res))
         np.fill_diagonal(off, np.inf)
         self._off = off
-        self._index: dict[tuple[int, int, int], int] | None = None
+        self._index: np.ndarray | None = None
 
     def priced(self, mult: Multipliers, full_time: bool = False) -> np.ndarray:
         """w per option and multiplier set (inf outside the set's class); `full_time` also
@@ -209,34 +209,44 @@ class Relaxation:
         """The options (indices into the table) of a chain attaining set `index`'s bound."""
         t = self.table
         ends, dense = tabs.ends[index], tabs.dense[index]
-        priced = self.priced(tabs.mult.take(slice(index, index + 1)))[0]
         if self._index is None:
             self._index = self._stage_index()
-        stage_of = self._index
-        chosen: list[int] = []
+        stages: list[int] = []
         j, r = self.n - 1, int(np.argmin(ends[self.n]))
         while j >= 0:
             first = int(np.argmin(tabs.head[index, : j + 1, r] + dense[: j + 1, j, r]))
-            c = stage_of[(first, j, r)]
-            s = int(t.starts[c])
-            e = int(t.starts[c + 1]) if c + 1 < t.starts.size else t.size
-            chosen.append(s + int(np.argmin(priced[s:e])))
+            stages.append(int(self._index[first, j, r]))
             if first > 0:
                 prev = ends[first].copy()
                 prev[r] = np.inf
                 r = int(np.argmin(prev))
             j = first - 1
-        chosen.reverse()
+        stages.reverse()
+        # each stage's cheapest priced option: `priced` on the chain's options only (the
+        # same operations, so the same values)
+        mult = tabs.mult.take(slice(index, index + 1))
+        lam, mu = float(mult.lam[0]), mult.mu[0]
+        tau = float(mult.taus[0])
+        chosen: list[int] = []
+        for c in stages:
+            s = int(t.starts[c])
+            e = int(t.starts[c + 1]) if c + 1 < t.starts.size else t.size
+            w = (lam / self.micro) * self.turn_a[s:e]
+            w = w + t.cost[s:e]
+            if mult.mu.any():
+                w = w + mu[t.res[s:e]] * t.units[s:e]
+            if mult.tau is not None:
+                w = np.where(self.turn_a[s:e] > tau, np.inf, w)
+            chosen.append(s + int(np.argmin(w)))
         return chosen
 
-    def _stage_index(self) -> dict[tuple[int, int, int], int]:
-        return {
-            (f, la, r): c
-            for c, (f, la, r) in enumerate(zip(
-                self.stage_first.tolist(), self.stage_last.tolist(), self.stage_res.tolist(),
-                strict=True,
-            ))
-        }
+    def _stage_index(self) -> np.ndarray:
+        """index[first, last, r]: the stage's number in the table."""
+        index = np.full((self.n, self.n, self.n_res), -1, dtype=np.int64)
+        index[self.stage_first, self.stage_last, self.stage_res] = np.arange(
+            self.stage_first.size
+        )
+        return index
 
 
 def grouped(mult: Multipliers) -> tuple[np.ndarray, np.ndarray]:
