@@ -126,26 +126,26 @@ class PSClient:
             self.outbox.send(request(self.numbers, ids), self.ps[shard], TAG_PS_PAYLOAD)
             size = sum(part.numel() * dim for part, dim in zip(ids, self.dims, strict=True))
             replies.append((shard, torch.empty(size), parts))
-        with self.clock.idle():
-            for shard, buffer, parts in replies:
-                dist.recv(buffer, self.ps[shard], tag=TAG_PS_REPLY)
-                offset = 0
-                for t, (where, part) in enumerate(parts):
-                    size = part.numel() * self.dims[t]
-                    rows = buffer[offset : offset + size].view(part.numel(), self.dims[t])
-                    offset += size
-                    if where is None:
-                        out[t] = rows  # one shard: the reply is the block, no copy
-                    elif part.numel():
-                        out[t][where] = rows
-            self.outbox.flush()
+        # Busy, not idle: the round trip is the stage's own row wait, part of its time per
+        # mini-batch in the cost model (docs/cost-model.md), and no other stage's work hides it.
+        for shard, buffer, parts in replies:
+            dist.recv(buffer, self.ps[shard], tag=TAG_PS_REPLY)
+            offset = 0
+            for t, (where, part) in enumerate(parts):
+                size = part.numel() * self.dims[t]
+                rows = buffer[offset : offset + size].view(part.numel(), self.dims[t])
+                offset += size
+                if where is None:
+                    out[t] = rows  # one shard: the reply is the block, no copy
+                elif part.numel():
+                    out[t][where] = rows
+        self.outbox.flush()
         return out
 
     def push(self, round_: int, rows: list[BatchRows]) -> None:
         """Send every table's gradient rows of round `round_`: one push per shard carrying
         every table (empty parts too: in sync mode they count for the round)."""
-        with self.clock.idle():
-            self.outbox.flush()  # the previous push must have left before its buffers go
+        self.outbox.flush()  # the previous push must have left before its buffers go (busy)
         grads = [batch_rows.gradient().detach().to("cpu") for batch_rows in rows]
         for shard, parts in enumerate(self._by_shard([r.ids for r in rows])):
             ids = [part for _, part in parts]
