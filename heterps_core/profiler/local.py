@@ -7,7 +7,8 @@ threads, the first layer also paying for producing the batch (the runtime's firs
 reads/generates data), and sparse layers through the remote-table path with a real
 parameter-server shard in this process (a stage holds no table). The median of `repeats`
 batches: a run's throughput is its sustained rate, which the fastest batch overstates (by
-9-14% on ctr_dnn here). The shard's own time per row it serves is the types' `row_s`.
+4-5% on ctr_dnn on a quiet machine here). The shard's own time per row it serves is the
+types' `row_s`.
 Network: the one-way bandwidth of a gloo ping-pong of the largest boundary activation
 between two processes here. Count: cores / threads; price 1.00 + 0.01 i per hour (distinct,
 so that plans are repeatable).
