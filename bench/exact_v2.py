@@ -24,7 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from heterps_core.generate import random_instance  # noqa: E402
+from heterps_core.generate import random_instance, with_parameter_server  # noqa: E402
 from heterps_core.instance import Instance  # noqa: E402
 from heterps_core.schedulers.exact import exact_plan  # noqa: E402
 
@@ -34,16 +34,7 @@ BAR_S = 1.0
 
 def v2_instance(seed: int, n: int, sync: str, micro: int, caps: bool, server: bool) -> Instance:
     inst = random_instance(seed, n, 6, caps=caps).as_v2(sync, micro)
-    if not server:
-        return inst
-    data = inst.to_dict()
-    for layer in data["layers"]:
-        if layer["shardable"]:
-            layer["sparse_pull_mb"] = layer["sparse_push_mb"] = layer["output_mb"] / 2
-            layer["sparse_rows"] = layer["output_mb"] * 1e3 * 25
-    cpus = [r["name"] for r in data["resources"] if r["kind"] == "cpu"]
-    data["parameter_server"] = {"hosts": cpus, "row_s": {c: 2e-8 for c in cpus}}
-    return Instance.from_dict(data)
+    return with_parameter_server(inst) if server else inst
 
 
 def timed(inst: Instance) -> tuple[float, float, bool, bool]:

@@ -78,10 +78,7 @@ def profile(model: str, size: str, workdir: Path, times: int) -> Instance:
             check=True, capture_output=True, text=True,
         )
         instance = Instance.load(out)
-        row_s = instance.parameter_server.row_s.get("local-1", 0.0) \
-            if instance.parameter_server else 0.0
-        total = sum(lyr.compute_s["local-1"] + lyr.sparse_rows * row_s
-                    for lyr in instance.layers)
+        total = work_per_batch(instance)
         if best is None or total < best[0]:
             best = (total, instance)
     assert best is not None
@@ -202,14 +199,18 @@ def main() -> int:
     return 0
 
 
-def core_ceiling(instance: Instance) -> float:
-    """Samples/s this machine's cores can give at most, whatever the plan: every mini-batch
-    costs every layer's compute and the server's row work once, and all processes of a run
-    share the cores (the model prices dedicated units)."""
+def work_per_batch(instance: Instance) -> float:
+    """CPU seconds one mini-batch costs this machine: every layer's compute on local-1 and
+    the server's work on the rows it pulls and pushes."""
     row_s = instance.parameter_server.row_s.get("local-1", 0.0) if instance.parameter_server \
         else 0.0
-    work = sum(lyr.compute_s["local-1"] + lyr.sparse_rows * row_s for lyr in instance.layers)
-    return (os.cpu_count() or 1) * instance.batch_size / work
+    return sum(lyr.compute_s["local-1"] + lyr.sparse_rows * row_s for lyr in instance.layers)
+
+
+def core_ceiling(instance: Instance) -> float:
+    """Samples/s this machine's cores can give at most, whatever the plan: all processes of
+    a run share the cores (the model prices dedicated units)."""
+    return (os.cpu_count() or 1) * instance.batch_size / work_per_batch(instance)
 
 
 def write(rows: list[Row], links: dict[str, float], out: Path, command: str, seconds: float,

@@ -234,6 +234,20 @@ def _with_count(res: Resource, count: int) -> Resource:
     )
 
 
+def with_parameter_server(instance: Instance, row_s: float = 2e-8) -> Instance:
+    """`instance` (v2) with sparse traffic on its shardable layers (half their output pulled,
+    half pushed, 25,000 rows per MB of output) and a parameter-server role on its CPU types
+    at `row_s` seconds per row: the generated server cases of the v2 tests and benchmarks."""
+    data = instance.to_dict()
+    for layer in data["layers"]:
+        if layer["shardable"]:
+            layer["sparse_pull_mb"] = layer["sparse_push_mb"] = layer["output_mb"] / 2
+            layer["sparse_rows"] = layer["output_mb"] * 25_000
+    cpus = [r["name"] for r in data["resources"] if r["kind"] == "cpu"]
+    data["parameter_server"] = {"hosts": cpus, "row_s": {c: row_s for c in cpus}}
+    return Instance.from_dict(data)
+
+
 # Extra resource types beyond the 8 kinds above: the same hardware in another region or
 # price tier (a few percent apart in price and speed), as a real multi-cloud price list has.
 MAX_STRESS_RESOURCES = 2 * MAX_RESOURCES

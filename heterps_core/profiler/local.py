@@ -105,8 +105,8 @@ def runtime_steps(
         layers = list(model.layers)
         server = _ServerProbe(model, parse(f"{optimizer}:lr={lr}")) if with_server else None
         dense = get(optimizer, lr=lr)
-        optimizers = [dense.torch_dense(list(layer.parameters()))
-                      if any(True for _ in layer.parameters()) else None for layer in layers]
+        params = [list(layer.parameters()) for layer in layers]
+        optimizers = [dense.torch_dense(p) if p else None for p in params]
         times: list[list[float]] = [[] for _ in layers]
         rows = [0.0] * len(layers)
         per_row: list[tuple[float, float]] = []  # (server seconds, rows) per mini-batch

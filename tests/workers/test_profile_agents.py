@@ -191,15 +191,23 @@ def test_an_agent_that_cannot_load_the_model_is_a_labelled_fallback(
             } == {"estimated"}
 
 
-def test_a_busy_agent_times_out_to_the_roofline_with_a_note(
-    personas: Any, machine: Machine, types: list[ResourceType], settings: Any
-) -> None:
-    settings.PROFILE_AGENT_TIMEOUT_S = 3
+def _profile_with_a_busy_agent(
+    personas: Any, machine: Machine, settings: Any, timeout_s: float
+) -> tuple[Any, threading.Thread, str]:
+    """A profile started while the served type's agent is kept busy, running in a thread
+    until it waits for that agent: (the run, the thread, the work's waiting message)."""
+    settings.PROFILE_AGENT_TIMEOUT_S = timeout_s
     model = add_zoo_model(personas.member, personas.project, "ctr_dnn", "tiny")
     run = services.start_profile(personas.member, model, batch_size=32, repeats=1)
     _occupy(machine, 20)
     thread = _in_thread(run.work.pk)
-    message = _message_while_running(run.work.pk, "waiting for agents", 60)
+    return run, thread, _message_while_running(run.work.pk, "waiting for agents", 60)
+
+
+def test_a_busy_agent_times_out_to_the_roofline_with_a_note(
+    personas: Any, machine: Machine, types: list[ResourceType], settings: Any
+) -> None:
+    run, thread, message = _profile_with_a_busy_agent(personas, machine, settings, 3)
     assert f"{machine.served} ({queue_for(machine.served)})" in message
     thread.join(60)
     assert not thread.is_alive()
@@ -215,12 +223,7 @@ def test_a_busy_agent_times_out_to_the_roofline_with_a_note(
 def test_cancelling_the_profile_stops_waiting_for_its_agent(
     personas: Any, machine: Machine, types: list[ResourceType], settings: Any
 ) -> None:
-    settings.PROFILE_AGENT_TIMEOUT_S = 300
-    model = add_zoo_model(personas.member, personas.project, "ctr_dnn", "tiny")
-    run = services.start_profile(personas.member, model, batch_size=32, repeats=1)
-    _occupy(machine, 20)
-    thread = _in_thread(run.work.pk)
-    _message_while_running(run.work.pk, "waiting for agents", 60)
+    run, thread, _ = _profile_with_a_busy_agent(personas, machine, settings, 300)
     cancel_work(personas.member, Work.objects.get(pk=run.work.pk))
     start = time.monotonic()
     thread.join(30)

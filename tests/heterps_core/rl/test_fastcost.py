@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from heterps_core.costmodel import evaluate
-from heterps_core.generate import random_instance
+from heterps_core.generate import random_instance, with_parameter_server
 from heterps_core.rl.decoding import PartialPlans
 from heterps_core.rl.fastcost import AssignmentCosts, stage_runs
 from heterps_core.rl.features import usable
@@ -157,17 +157,8 @@ def test_training_on_a_v2_instance_uses_its_cost_model() -> None:
 
 
 def _v2_with_server(seed: int, sync: str, micro: int):
-    """A v2 instance with sparse traffic and a parameter-server role (both hosts CPU kinds)."""
-    from heterps_core.instance import Instance
-
-    data = random_instance(seed, 8, 3).as_v2(sync, micro).to_dict()
-    for layer in data["layers"]:
-        if layer["shardable"]:
-            layer["sparse_pull_mb"] = layer["sparse_push_mb"] = layer["output_mb"] / 2
-            layer["sparse_rows"] = layer["output_mb"] * 25_000
-    cpus = [r["name"] for r in data["resources"] if r["kind"] == "cpu"]
-    data["parameter_server"] = {"hosts": cpus, "row_s": {c: 2e-8 for c in cpus}}
-    return Instance.from_dict(data)
+    """A v2 instance with sparse traffic and a parameter-server role on its CPU types."""
+    return with_parameter_server(random_instance(seed, 8, 3).as_v2(sync, micro))
 
 
 @pytest.mark.parametrize(("seed", "sync", "micro"), [(0, "async", 1), (1, "bsp", 1),

@@ -14,7 +14,7 @@ import pytest
 
 from heterps_core.costmodel import costs_equal
 from heterps_core.costmodel_v2 import LabelDP, StageTerms, server_choices, stage_options
-from heterps_core.generate import random_instance
+from heterps_core.generate import random_instance, with_parameter_server
 from heterps_core.instance import Instance
 from heterps_core.progress import Progress
 from heterps_core.schedulers import create
@@ -27,22 +27,10 @@ from tests.heterps_core.schedulers.test_exact_v2 import _raw
 GAP = re.compile(r"gap (\d+\.\d+)%.*costs \$([\d,.]+)/h.*less than \$([\d,.]+)/h")
 
 
-def with_server(inst: Instance) -> Instance:
-    """Sparse traffic on the embedding layers and a server role on the CPU types."""
-    data = inst.to_dict()
-    for layer in data["layers"]:
-        if layer["shardable"]:
-            layer["sparse_pull_mb"] = layer["sparse_push_mb"] = layer["output_mb"] / 2
-            layer["sparse_rows"] = layer["output_mb"] * 25_000
-    cpus = [r["name"] for r in data["resources"] if r["kind"] == "cpu"]
-    data["parameter_server"] = {"hosts": cpus, "row_s": {c: 2e-8 for c in cpus}}
-    return Instance.from_dict(data)
-
-
 def generated(seed: int, n: int, caps: bool = False, n_res: int = 4) -> Instance:
     sync = "async" if seed % 2 else "bsp"
     inst = random_instance(seed, n, n_res, caps=caps).as_v2(sync, [1, 2, 4][seed % 3])
-    return with_server(inst) if seed % 4 < 2 else inst
+    return with_parameter_server(inst) if seed % 4 < 2 else inst
 
 
 @pytest.mark.parametrize("seed", range(8))
