@@ -18,6 +18,10 @@ N_SPARSE = 26
 # Production: 26 hashed fields with ~1.5e9 rows in all -> 60 GB of float32 at dim 10, the
 # "tens of GB" regime a parameter server exists for.
 PRODUCTION_VOCAB = 60_000_000
+# `paddle`: Paddle's distributed CTR example (dist_ctr / PaddleRec ctr-dnn) hashes all 26
+# slots into one table of 1,000,001 rows; here 26 tables of equal share (same rows, same
+# bytes), embedding 10, fc 400-400-400, batch 1000.
+PADDLE_VOCAB = 1_000_001 // N_SPARSE + 1
 
 
 class CTRModel(ChainModel):
@@ -33,8 +37,9 @@ class CtrDnn(ZooModel):
     default_optimizer = "adam"
 
     def config(self, size: str = "small") -> ModelConfig:
-        check_size(size)
-        vocab = {"tiny": 100, "small": 10_000, "production": PRODUCTION_VOCAB}[size]
+        check_size(size, self.name)
+        vocab = {"tiny": 100, "small": 10_000, "production": PRODUCTION_VOCAB,
+                 "paddle": PADDLE_VOCAB}[size]
         hidden = (64, 32) if size == "tiny" else (400, 400, 400)
         return ModelConfig(vocab_sizes=(vocab,) * N_SPARSE, embedding_dim=10, hidden=hidden,
                            extra={"n_dense": N_DENSE})

@@ -23,7 +23,7 @@ class DeepFM(ZooModel):
     default_optimizer = "adam"
 
     def config(self, size: str = "small") -> ModelConfig:
-        check_size(size)
+        check_size(size, self.name)
         vocab = {"tiny": 100, "small": 10_000, "production": PRODUCTION_VOCAB // 2}[size]
         hidden = (64, 32) if size == "tiny" else (400, 400, 400)
         return ModelConfig(vocab_sizes=(vocab,) * N_SPARSE, embedding_dim=10, hidden=hidden,

@@ -17,6 +17,15 @@ from heterps_core.zoo.sizes import check_size
 
 # Production: 26 tables of 10M rows at dim 64 -> 67 GB of float32 (MLPerf DLRM is ~100 GB).
 PRODUCTION_VOCAB = 10_000_000
+# `criteo-1tb`: the MLPerf Training DLRM (reference implementation, Criteo Terabyte with
+# --max-ind-range=40000000), as NVIDIA DeepLearningExamples and MLPerf train it: 26 tables
+# of these rows (about 204M in all, 97 GiB of float32 at dim 128), bottom 512-256-128, dot
+# interaction, top 1024-1024-512-256-1.
+CRITEO_1TB_VOCAB = (
+    39_884_406, 39_043, 17_289, 7_420, 20_263, 3, 7_120, 1_543, 63, 38_532_951, 2_953_546,
+    403_346, 10, 2_208, 11_938, 155, 4, 976, 14, 39_979_771, 25_641_295, 39_664_984, 585_935,
+    12_972, 108, 36,
+)
 
 
 @register
@@ -27,7 +36,10 @@ class DLRM(ZooModel):
     default_optimizer = "adam"
 
     def config(self, size: str = "small") -> ModelConfig:
-        check_size(size)
+        check_size(size, self.name)
+        if size == "criteo-1tb":
+            return ModelConfig(vocab_sizes=CRITEO_1TB_VOCAB, embedding_dim=128,
+                               hidden=(1024, 1024, 512, 256), extra={"bottom": (512, 256)})
         if size == "tiny":
             return ModelConfig(vocab_sizes=(100,) * N_SPARSE, embedding_dim=8, hidden=(32,),
                                extra={"bottom": (16,)})

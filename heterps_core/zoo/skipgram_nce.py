@@ -46,7 +46,7 @@ class SkipGramNCE(ZooModel):
     default_batch_size = 1024
 
     def config(self, size: str = "small") -> ModelConfig:
-        check_size(size)
+        check_size(size, self.name)
         # Production: a 100M-word vocabulary at dim 128, two tables -> ~103 GB.
         vocab = {"tiny": 500, "small": 50_000, "production": 100_000_000}[size]
         dim = 16 if size == "tiny" else 128

@@ -49,7 +49,7 @@ class TwoEmb(ZooModel):
     default_optimizer = "adam"
 
     def config(self, size: str = "small") -> ModelConfig:
-        check_size(size)
+        check_size(size, self.name)
         # Production: 150M query terms and 50M ads at dim 64 -> 51 GB of tables.
         vocab = {"tiny": (200, 100), "small": (50_000, 10_000),
                  "production": (150_000_000, 50_000_000)}[size]

@@ -26,7 +26,7 @@ class TwoTower(ZooModel):
     default_batch_size = 1024
 
     def config(self, size: str = "small") -> ModelConfig:
-        check_size(size)
+        check_size(size, self.name)
         # Production: 100M users and 20M items per field, dim 32 -> ~61 GB of tables.
         vocab = {
             "tiny": (100,) * (USER_FIELDS + ITEM_FIELDS),
