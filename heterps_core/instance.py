@@ -13,6 +13,7 @@ from typing import Any
 
 from heterps_core.errors import InstanceError
 from heterps_core.limits import check as bounded
+from heterps_core.provenance import ResourceProvenance
 from heterps_core.validation import (
     check_fields,
     non_empty_string,
@@ -49,6 +50,7 @@ _RESOURCE_FIELDS = {
     "count": True,
     "memory_gb": True,
     "network_gbps": True,
+    "provenance": False,  # where its figures come from (heterps_core/provenance.py)
 }
 _LAYER_FIELDS = {
     "name": True,
@@ -58,6 +60,7 @@ _LAYER_FIELDS = {
     "sync_mb": True,
     "memory_gb": True,
     "shardable": True,
+    "compute_spread": False,  # optional, v1 and v2: see Layer.compute_spread
 }
 _LAYER_FIELDS_V2 = {
     **_LAYER_FIELDS,
@@ -92,13 +95,15 @@ class Resource:
     count: int
     memory_gb: float
     network_gbps: float
+    # Where its compute figures come from; None in files written before tiers (unknown).
+    provenance: ResourceProvenance | None = None
 
     @property
     def bandwidth_bytes_per_s(self) -> float:
         return self.network_gbps * 1e9 / 8
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "name": self.name,
             "kind": self.kind,
             "price_per_hour": self.price_per_hour,
@@ -106,6 +111,9 @@ class Resource:
             "memory_gb": self.memory_gb,
             "network_gbps": self.network_gbps,
         }
+        if self.provenance is not None:
+            data["provenance"] = self.provenance.to_dict()
+        return data
 
 
 @dataclass(frozen=True)
@@ -124,6 +132,10 @@ class Layer:
     sparse_pull_mb: float = 0.0
     sparse_push_mb: float = 0.0
     sparse_rows: float = 0.0
+    # Optional: per resource, how far its compute_s could be off as measured, the median's
+    # relative 95% half-width (docs/cost-model.md, "Spread"); no entry: not known. The cost
+    # model never reads it; `heterps_core.throughput_band` turns it into a plan's band.
+    compute_spread: dict[str, float] = field(default_factory=dict)
 
     @property
     def is_sparse(self) -> bool:
@@ -141,6 +153,7 @@ class Layer:
             "sync_mb": self.sync_mb,
             "memory_gb": self.memory_gb,
             "shardable": self.shardable,
+            **({"compute_spread": dict(self.compute_spread)} if self.compute_spread else {}),
         }
 
     def to_dict_v2(self) -> dict[str, Any]:
@@ -371,6 +384,9 @@ def _parse_resources(raw: Any) -> tuple[Resource, ...]:
                 memory_gb=bounded("memory_gb", item["memory_gb"], f"{where}.memory_gb"),
                 network_gbps=bounded("network_gbps", item["network_gbps"],
                                      f"{where}.network_gbps"),
+                provenance=(ResourceProvenance.from_dict(item["provenance"],
+                                                         f"{where}.provenance")
+                            if "provenance" in item else None),
             )
         )
     return tuple(resources)
@@ -417,9 +433,21 @@ def _parse_layers(raw: Any, resource_names: set[str], v2: bool = False) -> tuple
                 sparse_rows=non_negative_number(
                     item.get("sparse_rows", 0.0), f"{where}.sparse_rows"
                 ),
+                compute_spread=_parse_spread(item.get("compute_spread", {}), compute_s, where),
             )
         )
     return tuple(layers)
+
+
+def _parse_spread(raw: Any, compute_s: dict[str, float], where: str) -> dict[str, float]:
+    """Optional per-resource spreads of a layer's compute_s, as fractions. An entry for a
+    figure the layer does not have is dropped: a copy restricted to fewer resources keeps
+    its spreads valid."""
+    where = f"{where}.compute_spread"
+    if not isinstance(raw, dict):
+        raise InstanceError(where, "must be an object of resource name -> fraction")
+    return {res: non_negative_number(value, f"{where}.{res}")
+            for res, value in raw.items() if res in compute_s}
 
 
 def _reject_constant(name: str) -> float:

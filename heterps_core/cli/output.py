@@ -2,21 +2,48 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import json
+from typing import TYPE_CHECKING, Any
 
+from heterps_core import provenance
 from heterps_core.instance import Instance
 from heterps_core.plan import Plan
+from heterps_core.throughput_band import throughput_band
 
 if TYPE_CHECKING:
     from heterps_core.explain import Explanation
     from heterps_core.frontier import FrontierPoint
+    from heterps_core.heterogeneity import Heterogeneity
 
 
-def print_plan(instance: Instance, plan: Plan, as_json: bool) -> None:
+def print_plan(instance: Instance, plan: Plan, as_json: bool,
+               heterogeneity: Heterogeneity | None = None) -> None:
     if as_json:
-        print(plan.to_json())
+        print(json.dumps(plan_json(instance, plan, heterogeneity), indent=2))
         return
     print(format_plan(instance, plan))
+    if heterogeneity is not None and plan.feasible:
+        print(heterogeneity.summary())
+
+
+def plan_json(instance: Instance, plan: Plan,
+              heterogeneity: Heterogeneity | None = None) -> dict[str, Any]:
+    """The spec's plan JSON, plus where each used type's figures come from and, when
+    asked, the plan against the best homogeneous plan."""
+    data = plan.to_dict()
+    data["provenance"] = provenance.to_json(provenance.of_plan(instance, plan))
+    band = throughput_band(instance, plan)  # how far the figures' spread could move it
+    if band is not None:
+        data["throughput_band"] = band.to_dict()
+    if heterogeneity is not None:
+        data["heterogeneity"] = heterogeneity.to_dict()
+    return data
+
+
+def format_provenance(instance: Instance, plan: Plan) -> list[str]:
+    """One line per type the plan uses: the tier of its figures (heterps_core/provenance)."""
+    records = provenance.of_plan(instance, plan)
+    return [f"figures of {name}: {record.label()}" for name, record in records.items()]
 
 
 def format_plan(instance: Instance, plan: Plan) -> str:
@@ -50,7 +77,10 @@ def format_plan(instance: Instance, plan: Plan) -> str:
         + (f"   total ${plan.total_cost:,.2f} for {plan.hours:,.2f} h (estimate)"
            if plan.total_cost is not None and plan.hours is not None else "")
     )
+    band = throughput_band(instance, plan)
+    lines += [band.describe()] if band is not None else []
     lines += [f"note: {note}" for note in plan.notes]
+    lines += format_provenance(instance, plan)
     return "\n".join(lines)
 
 

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 import time
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from heterps_core.cli import register
 from heterps_core.cli.base import Command
@@ -14,12 +14,16 @@ from heterps_core.cli.output import (
     format_considered,
     format_explanation,
     format_frontier,
+    plan_json,
     print_plan,
 )
 from heterps_core.errors import HeterPSError, InstanceError
 from heterps_core.instance import Instance
 from heterps_core.plan import Plan
 from heterps_core.progress import Progress, no_progress
+
+if TYPE_CHECKING:
+    from heterps_core.heterogeneity import Heterogeneity
 
 ALL = "all"
 SYNC_CHOICES = ("async", "bsp", "auto")
@@ -136,19 +140,27 @@ class PlanCommand(Command):
         if isinstance(report, SolverProgress):
             report.close()
         instance = next((v for v in variants if v.sync == plan.sync), instance)
+        against = _heterogeneity(instance, plan)
         if args.explain:
             from heterps_core.explain import explain
 
             explanation = explain(instance, plan)
             if args.json:
-                print(json.dumps({"plan": plan.to_dict(), "explanation": explanation.to_dict()},
-                                 indent=2))
+                print(json.dumps({"plan": plan_json(instance, plan, against),
+                                  "explanation": explanation.to_dict()}, indent=2))
             else:
-                print_plan(instance, plan, as_json=False)
+                print_plan(instance, plan, as_json=False, heterogeneity=against)
                 print(format_explanation(explanation))
             return 0
-        print_plan(instance, plan, as_json=args.json)
+        print_plan(instance, plan, as_json=args.json, heterogeneity=against)
         return 0
+
+
+def _heterogeneity(instance: Instance, plan: Plan) -> Heterogeneity | None:
+    """The plan against the best homogeneous plan (exact, same model); None if infeasible."""
+    from heterps_core.heterogeneity import compare
+
+    return compare(instance, plan) if plan.feasible else None
 
 
 class SolverProgress:
@@ -201,14 +213,18 @@ def _plan_all(instance: Instance, options: dict[str, object], as_json: bool) -> 
     for plan in plans:
         if is_better(plan, chosen):
             chosen = plan
+    against = _heterogeneity(instance, chosen) if chosen is not None else None
     if as_json:
         print(json.dumps({
             "chosen": chosen.scheduler if chosen else None,
-            "plans": [p.to_dict() for p in plans],
+            "plans": [plan_json(instance, p) for p in plans],
             "skipped": skipped,
+            "heterogeneity": against.to_dict() if against is not None else None,
         }, indent=2))
     else:
         print(format_considered(instance, plans, chosen, skipped))
+        if against is not None:
+            print(against.summary())
     return 0
 
 

@@ -1,0 +1,210 @@
+"""Where a resource type's figures come from: the tier every figure a user sees carries.
+
+A planning instance's compute times per resource type are measured on this host (the one
+that profiled), measured by an agent on a machine of that type, measured in a run of a plan,
+given with an imported model, or estimated by the roofline (within the validation's error
+band, `hardware.accuracy.ESTIMATE_ERROR_BAND`). The instance carries one
+`ResourceProvenance` per resource type (`resources[i].provenance`, optional); an instance
+written before it existed reads as `Tier.UNKNOWN`, never as measured.
+
+The record is built from the per-figure provenance the profiler keeps (`summarise`), so
+pages and the CLI compare figures by where they came from, never by resource names.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from heterps_core.errors import InstanceError
+from heterps_core.validation import check_fields, non_negative_number
+
+if TYPE_CHECKING:
+    from heterps_core.instance import Instance
+    from heterps_core.plan import Plan
+
+
+class Tier(StrEnum):
+    HERE = "measured-here"  # measured on the host that profiled
+    AGENT = "measured-agent"  # measured by an agent on a machine of the type
+    RUN = "measured-run"  # measured in a run of a plan on the type (re-plan)
+    GIVEN = "given"  # timings supplied with an imported model
+    ESTIMATED = "estimated"  # roofline estimate, within the validation's band
+    UNKNOWN = "unknown"  # nothing recorded (instances written before tiers)
+
+
+WORDS = {
+    Tier.HERE: "measured on this host",
+    Tier.AGENT: "measured by an agent of its type",
+    Tier.RUN: "measured in a run",
+    Tier.GIVEN: "given with the model",
+    Tier.ESTIMATED: "estimated",
+    Tier.UNKNOWN: "not recorded (an instance from before provenance)",
+}
+SHORT = {
+    Tier.HERE: "measured here",
+    Tier.AGENT: "measured (agent)",
+    Tier.RUN: "measured (run)",
+    Tier.GIVEN: "given",
+    Tier.ESTIMATED: "estimated",
+    Tier.UNKNOWN: "unknown",
+}
+# How much a tier's figures can be trusted, for "the weakest figure of a type".
+_RANK = {Tier.HERE: 0, Tier.AGENT: 0, Tier.RUN: 0, Tier.GIVEN: 1, Tier.ESTIMATED: 2,
+         Tier.UNKNOWN: 3}
+_FIELDS = {"tier": True, "device": False, "at": False, "band": False, "counts": False}
+
+
+def estimate_band() -> float:
+    """The validation's current error band for estimated figures (a fraction)."""
+    # Imported here: heterps_core.hardware imports the instance module, which imports this.
+    from heterps_core.hardware.accuracy import ESTIMATE_ERROR_BAND
+
+    return ESTIMATE_ERROR_BAND
+
+
+@dataclass(frozen=True)
+class ResourceProvenance:
+    """One resource type's figures: their (weakest) tier, what they were measured on or
+    estimated for, when, the error band of estimated figures, and per-tier counts when its
+    figures mix tiers (a re-plan corrects only the layers that ran)."""
+
+    tier: Tier
+    device: str = ""
+    at: str = ""
+    band: float | None = None
+    counts: tuple[tuple[str, int], ...] = ()  # hashable, like every Resource field
+
+    @property
+    def measured(self) -> bool:
+        return self.tier in (Tier.HERE, Tier.AGENT, Tier.RUN) and not self.counts
+
+    @property
+    def short(self) -> str:
+        """A table cell: 'measured here', 'estimated ±25%', 'mixed'."""
+        if self.counts:
+            return "mixed"
+        return SHORT[self.tier] + self._band_text()
+
+    def label(self) -> str:
+        """A sentence part: 'estimated ±25% (roofline for gpu-t4)'."""
+        if self.counts:
+            parts = [f"{n} {WORDS[Tier(t)]}" + (self._band_text() if t == Tier.ESTIMATED else "")
+                     for t, n in sorted(self.counts, key=lambda c: _RANK[Tier(c[0])])]
+            return "mixed: " + ", ".join(parts)
+        where = f" ({self.device})" if self.device else ""
+        return WORDS[self.tier] + self._band_text() + where
+
+    def _band_text(self) -> str:
+        return f" ±{100 * self.band:.0f}%" if self.band is not None else ""
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"tier": self.tier.value}
+        if self.device:
+            data["device"] = self.device
+        if self.at:
+            data["at"] = self.at
+        if self.band is not None:
+            data["band"] = self.band
+        if self.counts:
+            data["counts"] = dict(self.counts)
+        return data
+
+    def to_json(self) -> dict[str, Any]:
+        """`to_dict` with the words, for the CLI's and the API's readers."""
+        return {**self.to_dict(), "label": self.label(), "measured": self.measured}
+
+    @classmethod
+    def from_dict(cls, raw: Any, where: str = "provenance") -> ResourceProvenance:
+        check_fields(raw, where, _FIELDS)
+        tier = _tier(raw["tier"], f"{where}.tier")
+        device, at = raw.get("device", ""), raw.get("at", "")
+        for name, value in (("device", device), ("at", at)):
+            if not isinstance(value, str):
+                raise InstanceError(f"{where}.{name}", "must be a string")
+        band = raw.get("band")
+        if band is not None:
+            band = non_negative_number(band, f"{where}.band")
+        counts = raw.get("counts", {})
+        if not isinstance(counts, dict):
+            raise InstanceError(f"{where}.counts", "must be an object of tier -> figures")
+        for key, n in counts.items():
+            _tier(key, f"{where}.counts.{key}")
+            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+                raise InstanceError(f"{where}.counts.{key}", f"must be a positive integer, "
+                                                             f"got {n!r}")
+        return cls(tier, device, at, band, tuple(sorted(counts.items())))
+
+
+UNKNOWN = ResourceProvenance(Tier.UNKNOWN)
+
+
+def _tier(value: Any, where: str) -> Tier:
+    try:
+        return Tier(value)
+    except ValueError:
+        known = ", ".join(t.value for t in Tier)
+        raise InstanceError(where, f"must be one of {known}, got {value!r}") from None
+
+
+def figure_tier(figure: Mapping[str, Any]) -> Tier:
+    """The tier of one per-figure provenance entry (the profiler's `Figure.to_dict()`, or a
+    stored one from before tiers: then measured without a tier says nothing about where)."""
+    if "tier" in figure:
+        return _tier(figure["tier"], "tier")
+    source = figure.get("source")
+    if source == "estimated":
+        return Tier.ESTIMATED
+    if source == "given":
+        return Tier.GIVEN
+    if source == "measured" and "job" in figure:  # webapp.jobs.replan's corrections
+        return Tier.RUN
+    return Tier.UNKNOWN
+
+
+def summarise(figures: Iterable[Mapping[str, Any]]) -> dict[str, ResourceProvenance]:
+    """Per resource type, the record of its figures (weakest tier first)."""
+    by_resource: dict[str, list[tuple[Tier, Mapping[str, Any]]]] = {}
+    for figure in figures:
+        by_resource.setdefault(str(figure.get("resource")), []).append(
+            (figure_tier(figure), figure))
+    records = {}
+    for resource, tagged in by_resource.items():
+        counts = Counter(tier.value for tier, _ in tagged)
+        tier, first = max(tagged, key=lambda t: _RANK[t[0]])
+        device = str(first.get("device") or "")
+        if tier == Tier.ESTIMATED and device == resource:
+            device = f"roofline for {resource}"
+        at = max(str(f.get("at") or "") for _, f in tagged)
+        band = estimate_band() if Tier.ESTIMATED.value in counts else None
+        records[resource] = ResourceProvenance(
+            tier, device, at, band, tuple(sorted(counts.items())) if len(counts) > 1 else ())
+    return records
+
+
+def of_instance(instance: Instance) -> dict[str, ResourceProvenance]:
+    """Every resource type's record; `UNKNOWN` where the instance carries none."""
+    return {r.name: r.provenance or UNKNOWN for r in instance.resources}
+
+
+def of_plan(instance: Instance, plan: Plan) -> dict[str, ResourceProvenance]:
+    """The records of the types a plan uses (its stages, then its parameter server)."""
+    records = of_instance(instance)
+    used = [s.resource for s in plan.stages]
+    if plan.parameter_server is not None:
+        used.append(plan.parameter_server.resource)
+    return {name: records[name] for name in dict.fromkeys(used) if name in records}
+
+
+def stamp(instance: Instance, records: Mapping[str, ResourceProvenance]) -> Instance:
+    """The instance with each named resource type's record replaced (others kept)."""
+    resources = tuple(replace(r, provenance=records[r.name]) if r.name in records else r
+                      for r in instance.resources)
+    return instance.replace(resources=resources)
+
+
+def to_json(records: Mapping[str, ResourceProvenance]) -> dict[str, dict[str, Any]]:
+    return {name: record.to_json() for name, record in records.items()}
