@@ -2,7 +2,14 @@
 (price, count, memory, network). Users edit a JSON copy; `Catalogue.from_dict` validates it.
 
 Defaults are public on-demand list prices (see docs/zoo-and-profiler.md for sources). FLOP/s
-are dense FP32 peaks, because the zoo trains in FP32.
+are dense FP32 peaks plus the tensor-core peaks (TF32, FP16/BF16) of each GPU; `precision` says
+which of them a kind's matrix products run at.
+
+Versions (`CATALOGUE_VERSION`): version 2 (issue 21) reads `precision` as written, and a GPU
+entry without one trains as people train it: tf32 where the GPU has TF32 tensor cores
+(Ampere and later), else fp32. Version 1 files wrote `"precision": "fp32"` for every kind
+because fp32 was the only default then, not a choice, so a version-1 "fp32" GPU gets the
+version-2 default; any other precision in a version-1 file was chosen and is kept.
 """
 
 from __future__ import annotations
@@ -17,7 +24,8 @@ from heterps_core import validation
 from heterps_core.errors import InstanceError
 from heterps_core.instance import Resource
 
-CATALOGUE_VERSION = 1
+CATALOGUE_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 KINDS = ("cpu", "gpu")
 # Training precisions: fp32; tf32 (fp32 storage, matrix products on TF32 tensor cores:
 # Ampere and later); amp (fp16/bf16 mixed precision on tensor cores; "bf16" is an alias).
@@ -63,7 +71,7 @@ class ResourceKind:
     # runs at, and the fraction of the streaming bandwidth random embedding rows reach.
     tf32_tflops: float = 0.0
     half_tflops: float = 0.0  # fp16/bf16 tensor cores (amp)
-    precision: str = "fp32"
+    precision: str = "fp32"  # see default_precision for what a catalogue file omits
     gather_efficiency: float = 0.5
 
     def peak_for(self, precision: str) -> float:
@@ -94,7 +102,9 @@ class ResourceKind:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: Any, where: str = "resource") -> ResourceKind:
+    def from_dict(cls, data: Any, where: str = "resource",
+                  version: int = CATALOGUE_VERSION) -> ResourceKind:
+        """One entry; `version` is the catalogue file's (see the module docstring)."""
         required = ("name", "kind", "peak_tflops", "memory_bandwidth_gbs", "memory_gb",
                     "network_gbps", "price_per_hour")
         spec = {f.name: f.name in required for f in fields(cls)}
@@ -109,15 +119,13 @@ class ResourceKind:
         source = data.get("source", "")
         if not isinstance(source, str):
             raise CatalogueError(f"{where}.source", "must be a string")
-        precision = data.get("precision", "fp32")
-        if not isinstance(precision, str) or (
-            PRECISION_ALIASES.get(precision, precision) not in PRECISIONS
-        ):
-            raise CatalogueError(
-                f"{where}.precision",
-                f"must be one of {', '.join(PRECISIONS)} (or bf16/fp16 for amp), got "
-                f"{precision!r}",
-            )
+        tf32_tflops = _non_negative(data.get("tf32_tflops", 0.0), f"{where}.tf32_tflops")
+        precision = data.get("precision")
+        if precision is None or (version == 1 and precision == "fp32"):
+            precision = default_precision(kind, tf32_tflops)
+        if not isinstance(precision, str):
+            raise CatalogueError(f"{where}.precision", f"must be a string, got {precision!r}")
+        precision = check_precision(precision, f"{where}.precision")
         count = _positive_int(data.get("count", 8), f"{where}.count")
         efficiency = {
             key: _fraction(
@@ -143,13 +151,29 @@ class ResourceKind:
                 f"{where}.kernel_overhead_us",
             ),
             source=source,
-            tf32_tflops=_non_negative(data.get("tf32_tflops", 0.0), f"{where}.tf32_tflops"),
+            tf32_tflops=tf32_tflops,
             half_tflops=_non_negative(data.get("half_tflops", 0.0), f"{where}.half_tflops"),
-            precision=PRECISION_ALIASES.get(precision, precision),
+            precision=precision,
             gather_efficiency=_fraction(
                 data.get("gather_efficiency", defaults["gather"]), f"{where}.gather_efficiency"
             ),
         )
+
+
+def default_precision(kind: str, tf32_tflops: float) -> str:
+    """The precision a kind trains at unless told otherwise: as people train recommendation
+    models, tf32 on GPUs with TF32 tensor cores (NVIDIA's containers and DLRM enable it;
+    A10G, A100, H100), else fp32 (V100, T4 and CPUs). amp is always a choice."""
+    return "tf32" if kind == "gpu" and tf32_tflops > 0 else "fp32"
+
+
+def check_precision(precision: str, field: str = "precision") -> str:
+    """fp32, tf32 or amp (bf16/fp16 read as amp), or a CatalogueError naming `field`."""
+    canonical = PRECISION_ALIASES.get(precision, precision)
+    if canonical not in PRECISIONS:
+        raise CatalogueError(field, f"must be one of {', '.join(PRECISIONS)} (or bf16/fp16 "
+                                    f"for amp), got {precision!r}")
+    return canonical
 
 
 def effective_precision(kind: ResourceKind) -> str:
@@ -166,10 +190,7 @@ def with_precision(catalogue: Catalogue, precision: str) -> Catalogue:
     """Every GPU kind of `catalogue` at `precision` (fp32, tf32, amp/bf16); CPUs unchanged."""
     from dataclasses import replace
 
-    precision = PRECISION_ALIASES.get(precision, precision)
-    if precision not in PRECISIONS:
-        raise CatalogueError("precision", f"must be one of {', '.join(PRECISIONS)}, got "
-                             f"{precision!r}")
+    precision = check_precision(precision)
     return Catalogue(tuple(
         replace(k, precision=precision) if k.kind == "gpu" else k for k in catalogue.kinds
     ))
@@ -214,19 +235,25 @@ class Catalogue:
 
     @classmethod
     def from_dict(cls, data: Any) -> Catalogue:
-        """Accepts {"version": 1, "resources": [...]} or a bare list of entries."""
+        """Accepts {"version": 2, "resources": [...]} (or version 1, see the module
+        docstring) or a bare list of entries (read as the current version)."""
+        version = CATALOGUE_VERSION
         if isinstance(data, dict):
             for key in data:
                 if key not in ("version", "resources"):
                     raise CatalogueError(key, "unknown field")
-            if data.get("version", CATALOGUE_VERSION) != CATALOGUE_VERSION:
-                raise CatalogueError("version", f"must be {CATALOGUE_VERSION}")
+            version = data.get("version", CATALOGUE_VERSION)
+            if version not in READABLE_VERSIONS:
+                raise CatalogueError("version", f"must be one of "
+                                                f"{', '.join(map(str, READABLE_VERSIONS))}, "
+                                                f"got {version!r}")
             if "resources" not in data:
                 raise CatalogueError("resources", "missing required field")
             data = data["resources"]
         if not isinstance(data, list) or not data:
             raise CatalogueError("resources", "must be a non-empty list")
-        return cls(tuple(ResourceKind.from_dict(d, f"resources[{i}]") for i, d in enumerate(data)))
+        return cls(tuple(ResourceKind.from_dict(d, f"resources[{i}]", version)
+                         for i, d in enumerate(data)))
 
     @classmethod
     def load(cls, path: str | Path) -> Catalogue:

@@ -3,16 +3,24 @@
 Prices are US-East/US-Central on-demand list prices per instance-hour as published by AWS and
 Google Cloud (2024-2025); a GPU unit is a single-GPU instance, or 1/8 of an 8-GPU instance
 where no single-GPU instance exists. FLOP/s are FP32 datasheet peaks, plus the dense
-tensor-core peaks (TF32, FP16/BF16) used when a kind's `precision` is tf32 or amp (all kinds
-default to fp32, PyTorch's default for matrix products); bandwidths are datasheet memory
-bandwidths. Edit a copy (`heterps catalogue --out FILE`).
+tensor-core peaks (TF32, FP16/BF16) used when a kind's `precision` is tf32 or amp. Each kind
+trains at the precision people train recommendation models at on it (issue 21): tf32 on
+Ampere and later (A10G, A100, H100: NVIDIA's DLRM and containers enable TF32), fp32 on the
+V100 and T4 (no TF32 tensor cores); amp is a choice per kind (`"precision": "amp"` in a
+catalogue file, the web resource-type form) or per plan (`--precision amp`). Bandwidths are
+datasheet memory bandwidths. Edit a copy (`heterps catalogue --out FILE`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from heterps_core.hardware.catalogue import DEFAULT_EFFICIENCY, Catalogue, ResourceKind
+from heterps_core.hardware.catalogue import (
+    DEFAULT_EFFICIENCY,
+    Catalogue,
+    ResourceKind,
+    default_precision,
+)
 
 
 def _entry(kind: str, name: str, peak_tflops: float, memory_bandwidth_gbs: float,
@@ -26,6 +34,7 @@ def _entry(kind: str, name: str, peak_tflops: float, memory_bandwidth_gbs: float
         compute_efficiency=efficiency["compute"], bandwidth_efficiency=efficiency["bandwidth"],
         kernel_overhead_us=efficiency["kernel_overhead_us"], source=source,
         tf32_tflops=tf32_tflops, half_tflops=half_tflops, gather_efficiency=efficiency["gather"],
+        precision=default_precision(kind, tf32_tflops),
     )
 
 

@@ -135,3 +135,41 @@ def test_precision_field_picks_the_matching_peak():
     assert ResourceKind.from_dict({**_entry(), "precision": "bf16"}).precision == "amp"
     with pytest.raises(CatalogueError, match="precision"):
         with_precision(catalogue, "int8")
+
+
+def test_default_precision_is_how_people_train_on_each_gpu():
+    # Issue 21: tf32 on Ampere and later, fp32 where there are no TF32 tensor cores.
+    precision = {k.name: k.precision for k in default_catalogue().kinds}
+    assert precision["gpu-a10g"] == precision["gpu-a100"] == precision["gpu-h100"] == "tf32"
+    assert precision["gpu-v100"] == precision["gpu-t4"] == "fp32"
+    assert all(precision[k.name] == "fp32" for k in default_catalogue().kinds
+               if k.kind == "cpu")
+
+
+def _a100_entry(**changes):
+    entry = default_catalogue().get("gpu-a100").to_dict()
+    entry.update(changes)
+    return entry
+
+
+def test_an_entry_without_precision_gets_the_default_of_its_gpu():
+    entry = {k: v for k, v in _a100_entry().items() if k != "precision"}
+    assert ResourceKind.from_dict(entry).precision == "tf32"
+    no_tf32 = {**entry, "tf32_tflops": 0.0}
+    assert ResourceKind.from_dict(no_tf32).precision == "fp32"
+
+
+def test_version_1_files_get_the_new_default_unless_they_chose_one():
+    # Version 1 wrote "fp32" for every kind because it was the only default, not a choice.
+    old = {"version": 1, "resources": [_a100_entry(precision="fp32"),
+                                       _a100_entry(name="a100-amp", precision="amp"),
+                                       _entry(name="t4", precision="fp32")]}
+    catalogue = Catalogue.from_dict(old)
+    assert [k.precision for k in catalogue.kinds] == ["tf32", "amp", "fp32"]
+    # Version 2 (what `heterps catalogue` writes now) means what it says.
+    chosen = Catalogue.from_dict({"version": 2, "resources": [_a100_entry(precision="fp32")]})
+    assert chosen.kinds[0].precision == "fp32"
+    assert json.loads(default_catalogue().to_json())["version"] == 2
+    with pytest.raises(CatalogueError) as info:
+        Catalogue.from_dict({"version": 3, "resources": [_a100_entry()]})
+    assert info.value.field == "version" and "must be one of 1, 2" in info.value.problem

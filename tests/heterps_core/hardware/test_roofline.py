@@ -75,7 +75,7 @@ def test_operator_rule_prices_each_class_at_its_own_rate():
 
     from heterps_core.hardware.roofline import estimate_operators
 
-    a100 = default_catalogue().get("gpu-a100")
+    a100 = replace(default_catalogue().get("gpu-a100"), precision="fp32")
     count = _classes(gemm_flops=1e12, gemm_bytes=1e8, memory_bytes=1e9, gather_bytes=1e8)
     est = estimate_operators(count, a100)
     bandwidth = 1555e9 * 0.8

@@ -1,54 +1,62 @@
-"""GPU estimates (issue 18): the published configurations, the precision flag, and what
-`heterps profile --device cuda:0` says on a machine without CUDA."""
+"""GPU estimates (issues 18, 21): the published figures and the zoo size they are, the
+precision flag, and what `heterps profile --device cuda:0` says on a machine without CUDA."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 import torch
 
 from heterps_core.cli import main
 from heterps_core.hardware import default_catalogue
-from heterps_core.hardware.roofline import estimate_operators
+from heterps_core.hardware.published import PUBLISHED, counted, published_kind
 from heterps_core.profiler import ProfileError, ProfileOptions
-from heterps_core.profiler.published import (
-    PUBLISHED,
-    PublishedDLRM,
-    count_published_dlrm,
-    published_kind,
-)
+from heterps_core.profiler.models import estimate_zoo_model
+from heterps_core.zoo import get
+from heterps_core.zoo.base import chain_of
+from heterps_core.zoo.sizes import sizes_of
 
 
-def test_every_published_figure_names_its_source_and_a_kind_we_have():
+def test_every_published_figure_names_its_source_and_a_zoo_size_we_have():
     catalogue = default_catalogue()
-    assert len(PUBLISHED) >= 8
+    assert len(counted()) >= 8
     for figure in PUBLISHED:
-        assert "DeepLearningExamples" in figure.source and figure.samples_per_s > 0
+        assert figure.source and figure.samples_per_s > 0 and figure.batch_size > 0
+        assert figure.size in sizes_of(figure.model)  # the planner's own model
         kind = published_kind(figure, catalogue)
         assert kind.precision == figure.precision and kind.kind == "gpu"
+        assert figure.counted or figure.note, "a figure left out says why"
 
 
-def test_published_dlrm_is_the_readme_configuration():
-    model = PublishedDLRM(rows=10)
-    linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
-    sizes = [(m.in_features, m.out_features) for m in linears]
-    assert sizes[:3] == [(13, 512), (512, 256), (256, 128)]
-    assert sizes[3:] == [(128 + 27 * 26 // 2, 1024), (1024, 1024), (1024, 512), (512, 256),
-                         (256, 1)]
-    assert len(model.tables) == 26 and model.tables[0].embedding_dim == 128
+def test_the_published_size_is_the_readme_configuration():
+    model_def = get("dlrm")
+    config = model_def.config("criteo-1tb")
+    assert len(config.vocab_sizes) == 26 and config.embedding_dim == 128
+    assert config.extra["bottom"] == (512, 256) and config.hidden == (1024, 1024, 512, 256)
+    chain = chain_of(model_def, config)
+    dense = sum(spec.parameters for spec in chain if not spec.is_sparse)
+    bottom = 13 * 512 + 512 + 512 * 256 + 256 + 256 * 128 + 128
+    top_in = 128 + 27 * 26 // 2
+    top = (top_in * 1024 + 1024 + 1024 * 1024 + 1024 + 1024 * 512 + 512 + 512 * 256 + 256
+           + 256 + 1)
+    assert dense == bottom + top
 
 
 def test_estimate_of_the_published_dlrm_grows_with_batch_and_precision():
     catalogue = default_catalogue()
-    small, large = count_published_dlrm(256), count_published_dlrm(2048)
-    assert large.flops == pytest.approx(8 * small.flops, rel=0.01)
-    v100 = published_kind(PUBLISHED[0], catalogue)
-    rate = [b / estimate_operators(c, v100).seconds for b, c in ((256, small), (2048, large))]
-    assert rate[1] > rate[0]  # a GPU gets faster per sample at a larger batch
+    v100 = catalogue.get("gpu-v100")
+
+    def rate(kind, batch):
+        return estimate_zoo_model("dlrm", kind, size="criteo-1tb", batch_size=batch,
+                                  rows_cap=1000, threads=1).samples_per_s
+
+    assert rate(v100, 2048) > rate(v100, 256)  # a GPU gets faster per sample at a larger batch
     a100 = catalogue.get("gpu-a100")
-    tf32 = estimate_operators(large, published_kind(PUBLISHED[4], catalogue))
-    assert tf32.seconds < estimate_operators(large, a100).seconds
+    assert a100.precision == "tf32"  # the default, as people train on an A100
+    fp32, tf32, amp = (rate(replace(a100, precision=p), 2048) for p in ("fp32", "tf32", "amp"))
+    assert fp32 < tf32 < amp
 
 
 def test_cuda_device_without_cuda_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
@@ -68,7 +76,7 @@ def test_profile_gpu_precision_flag(tmp_path, capsys: pytest.CaptureFixture[str]
         path = tmp_path / f"{precision}.json"
         code = main(["profile", "ctr_dnn", "--size", "tiny", "--threads", "1", "--warmup", "0",
                      "--repeats", "1", "--batch-size", "64", "--target", "1000",
-                     "--gpu-precision", precision, "--out", str(path)])
+                     "--gpu-precision", precision, "--out", str(path), "--force"])
         assert code == 0, capsys.readouterr().err
         out[precision] = json.loads(path.read_text())
         provenance = json.loads((tmp_path / f"{precision}.provenance.json").read_text())

@@ -46,7 +46,7 @@ def test_every_number_says_where_it_comes_from(profile):
     assert estimated.source == "estimated" and estimated.device == "gpu-a100"
     # GPUs: operator classes at the GPU's own rates (issue 18), each part recorded
     assert estimated.detail["rule"] == "operator-roofline-v2"
-    assert estimated.detail["precision"] == "fp32"
+    assert estimated.detail["precision"] == "tf32"  # the A100 default (issue 21)
     assert estimated.detail["bound"] in ("compute", "memory", "gather", "launch")
     parts = sum(estimated.detail[k] for k in ("gemm_s", "memory_s", "gather_s", "launch_s"))
     assert parts == pytest.approx(estimated.seconds)
@@ -93,8 +93,8 @@ def test_gpu_estimates_follow_the_precision_and_ignore_the_cpu_time(profile):
     from heterps_core.hardware.catalogue import with_precision
 
     catalogue = default_catalogue().select(["cpu-c6i.8xlarge", "gpu-a100", "gpu-v100"])
-    fp32 = build_instance(profile, catalogue, 50_000).instance
-    tf32 = build_instance(profile, with_precision(catalogue, "tf32"), 50_000).instance
+    fp32 = build_instance(profile, with_precision(catalogue, "fp32"), 50_000).instance
+    tf32 = build_instance(profile, catalogue, 50_000).instance  # the A100's default
     fc2_fp32, fc2_tf32 = fp32.layers[2].compute_s, tf32.layers[2].compute_s
     assert fc2_tf32["gpu-a100"] < fc2_fp32["gpu-a100"]
     assert fc2_tf32["gpu-v100"] == fc2_fp32["gpu-v100"]  # no TF32 on a V100
@@ -105,5 +105,5 @@ def test_gpu_estimates_follow_the_precision_and_ignore_the_cpu_time(profile):
         for layer in profile.layers
     )
     slow = build_instance(replace(profile, layers=slow_layers), catalogue, 50_000).instance
-    assert slow.layers[2].compute_s["gpu-a100"] == fc2_fp32["gpu-a100"]
+    assert slow.layers[2].compute_s["gpu-a100"] == fc2_tf32["gpu-a100"]
     assert slow.layers[2].compute_s["cpu-c6i.8xlarge"] > 5 * fc2_fp32["cpu-c6i.8xlarge"]
