@@ -58,7 +58,7 @@ class ProfileCommand(Command):
         parser.add_argument("--example-input", metavar="SPEC",
                             help="with --import: a .pt file or shapes, e.g. "
                                  "'dense=float32[1024,13];sparse=int64[1024,26]<100000'")
-        parser.add_argument("--size", default="small", choices=("tiny", "small", "production"),
+        parser.add_argument("--size", default="small",  # each model checks its own sizes
                             help="zoo model size (production: tables of tens of GB)")
         parser.add_argument("--device", default="cpu", help="cpu or cuda:N")
         parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")

@@ -91,3 +91,17 @@ def test_profile_gpu_precision_flag(tmp_path, capsys: pytest.CaptureFixture[str]
         main(["profile", "ctr_dnn", "--target", "1", "--gpu-precision", "int8"])
     assert info.value.code == 2
     assert "--gpu-precision: invalid choice: 'int8'" in capsys.readouterr().err
+
+
+def test_profile_takes_each_models_own_sizes(tmp_path, capsys: pytest.CaptureFixture[str]):
+    path = tmp_path / "criteo.json"
+    code = main(["profile", "dlrm", "--size", "criteo-1tb", "--threads", "1", "--warmup", "0",
+                 "--repeats", "1", "--batch-size", "16", "--rows-cap", "100", "--target", "1",
+                 "--out", str(path), "--force"])
+    assert code == 0, capsys.readouterr().err
+    layers = json.loads(path.read_text())["layers"]
+    assert layers[0]["memory_gb"] > 90  # the planned tables are MLPerf's, uncapped
+    code = main(["profile", "dlrm", "--size", "paddle", "--target", "1"])
+    err = capsys.readouterr().err
+    assert code == 2 and "size must be one of tiny, small, production, criteo-1tb for model "\
+        "'dlrm', got 'paddle'" in err
