@@ -5,14 +5,24 @@ from typing import Any, cast
 from django import forms
 from django.core.exceptions import ValidationError
 
-from heterps_core.zoo.sizes import SIZES
+from heterps_core.zoo.sizes import PUBLISHED_SIZES, SIZES
+
+
+def size_choices() -> list[tuple[str, Any]]:
+    """Every model's sizes, then each published configuration under the model that has it
+    (the service refuses a size the chosen model does not have, under this field)."""
+    published = [(f"{model} only", [(size, f"{size} (published configuration)")
+                                    for size in sizes])
+                 for model, sizes in PUBLISHED_SIZES.items()]
+    return [("Every model", [(s, s) for s in SIZES]), *published]
 
 
 class AddZooModelForm(forms.Form):
     zoo_name = forms.CharField(label="Zoo model")
-    size = forms.ChoiceField(choices=[(s, s) for s in SIZES], initial="tiny",
+    size = forms.ChoiceField(choices=size_choices, initial="tiny",
                              help_text="tiny profiles in seconds; production is planned at "
-                                       "full scale (tables are capped for timing)")
+                                       "full scale (tables are capped for timing); a published "
+                                       "configuration is the model as its publisher trained it")
     name = forms.CharField(required=False, max_length=80,
                            help_text="optional; default: <zoo model>-<size>")
 

@@ -11,7 +11,7 @@ from django.core.exceptions import ValidationError
 
 from heterps_core import zoo
 from heterps_core.zoo.base import chain_of
-from heterps_core.zoo.sizes import SIZES
+from heterps_core.zoo.sizes import sizes_of
 from webapp.modelzoo import loading
 from webapp.modelzoo.models import RegisteredModel, Source
 from webapp.projects.models import Project
@@ -25,12 +25,13 @@ TIMED_SIZES = ("output_mb", "sync_mb", "memory_gb")
 
 
 def zoo_catalogue() -> list[dict[str, Any]]:
-    """Every zoo entry a user can add, with its description and default batch size."""
+    """Every zoo entry a user can add, with its description, default batch size and sizes."""
     entries = []
     for name in zoo.names():
         entry = zoo.get(name)
         entries.append({"name": name, "description": entry.description,
-                        "default_batch_size": entry.default_batch_size})
+                        "default_batch_size": entry.default_batch_size,
+                        "sizes": list(sizes_of(name))})
     return entries
 
 
@@ -53,8 +54,9 @@ def add_zoo_model(
     if zoo_name not in zoo.names():
         raise ValidationError({"zoo_name": f"no zoo model {zoo_name!r}; known: "
                                             f"{', '.join(zoo.names())}"})
-    if size not in SIZES:
-        raise ValidationError({"size": f"must be one of {', '.join(SIZES)}, got {size!r}"})
+    if size not in sizes_of(zoo_name):
+        raise ValidationError({"size": f"{zoo_name} comes in {', '.join(sizes_of(zoo_name))}; "
+                                       f"not {size!r}"})
     name = name.strip() or f"{zoo_name}-{size}"
     existing = RegisteredModel.objects.filter(project=project, name=name).first()
     if existing is not None:

@@ -62,3 +62,19 @@ def test_the_detail_page_shows_profile_numbers_and_tags(personas: Any, login: An
     chart = response.context["chart"]
     assert chart["layers"] == profiled.model.layer_names()
     assert len(chart["seconds"][0]) == len(chart["resources"])
+
+
+def test_a_size_the_model_lacks_is_an_error_under_the_size_field(personas: Any,
+                                                                 login: Any) -> None:
+    client = login(personas.member)
+    page = client.get(f"/models/project/{personas.project.pk}/").content.decode()
+    assert 'value="criteo-1tb"' in page and "dlrm only" in page
+    url = f"/models/project/{personas.project.pk}/add/"
+    response = client.post(url, {"zoo_name": "deepfm", "size": "paddle"})
+    assert response.status_code == 400
+    text = response.content.decode()
+    assert "deepfm comes in tiny, small, production; not &#x27;paddle&#x27;" in text
+    assert not RegisteredModel.objects.filter(zoo_name="deepfm").exists()
+    response = client.post(url, {"zoo_name": "ctr_dnn", "size": "paddle"})
+    assert response.status_code == 302
+    assert RegisteredModel.objects.get(name="ctr_dnn-paddle").size == "paddle"

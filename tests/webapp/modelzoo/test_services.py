@@ -66,3 +66,17 @@ def test_an_imported_chain_is_validated_layer_by_layer(personas: Any) -> None:
     assert model.source == "imported" and not model.profilable
     assert model.layers[0]["shardable"] is True and model.layers[1]["kind"] == "dense"
     assert model.parameters == 15
+
+
+def test_published_sizes_belong_to_their_model(personas: Any) -> None:
+    # Issue 21: dlrm criteo-1tb is the MLPerf/NVIDIA DLRM, planned at full scale.
+    model = services.add_zoo_model(personas.member, personas.project, "dlrm", "criteo-1tb")
+    assert model.name == "dlrm-criteo-1tb" and model.size == "criteo-1tb"
+    assert "26 tables" in model.description
+    errors = _errors(lambda: services.add_zoo_model(personas.member, personas.project,
+                                                    "ctr_dnn", "criteo-1tb"))
+    assert errors == {"size": ["ctr_dnn comes in tiny, small, production, paddle; not "
+                               "'criteo-1tb'"]}
+    entries = {e["name"]: e for e in services.zoo_catalogue()}
+    assert entries["ctr_dnn"]["sizes"][-1] == "paddle"
+    assert "criteo-1tb" not in entries["deepfm"]["sizes"]
