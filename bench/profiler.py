@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from heterps_core import zoo  # noqa: E402
-from heterps_core.profiler.chain import StageRunner, boundary_tensors  # noqa: E402
+from heterps_core.profiler.chain import StageRunner, forward_context  # noqa: E402
 from heterps_core.profiler.measure import CLOCKS, Measurement  # noqa: E402
 
 MIN_STAGE_S = 1e-3
@@ -63,10 +63,10 @@ def measure_model(name: str, size: str, batch_size: int | None, warmup: int,
     model = model_def.build(config, seed=0)
     batch_size = batch_size or model_def.default_batch_size
     inputs, labels = next(model_def.batches(config, batch_size, seed=0))
-    boundaries = boundary_tensors(model, inputs)
+    context = forward_context(model, inputs)
     n = len(model.layers)
     units = [(i, i) for i in range(n)] + [(i, j) for i in range(n) for j in range(i + 1, n)]
-    runners = {u: StageRunner(model, boundaries, labels, *u) for u in units}
+    runners = {u: StageRunner(model, context, labels, *u) for u in units}
     samples: dict[tuple[int, int], list[float]] = {u: [] for u in units}
     timer = CLOCKS[clock]
     for r in range(warmup + rounds):
@@ -250,10 +250,10 @@ def _zoo_chain_count(batch: int) -> list[object]:
                          hidden=(1024, 1024, 512, 256), extra={"bottom": (512, 256)})
     model = model_def.build(config).train()
     inputs, labels = next(model_def.batches(config, batch))
-    boundaries = boundary_tensors(model, inputs)
+    context = forward_context(model, inputs)
     counts = []
     for i in range(len(model.layers)):
-        runner = StageRunner(model, boundaries, labels, i, i)
+        runner = StageRunner(model, context, labels, i, i)
         counts.append(count_ops(lambda r=runner: r.run(r.prepare())))
     return counts
 

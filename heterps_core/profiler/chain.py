@@ -22,7 +22,7 @@ from heterps_core.profiler.counting import count_ops
 from heterps_core.profiler.measure import CLOCKS, Measurement, time_repeats
 from heterps_core.profiler.result import LayerProfile, ModelProfile
 from heterps_core.progress import Progress, ProgressCallback, no_progress
-from heterps_core.zoo.base import Batch, ChainModel, LayerSpec, layer_specs
+from heterps_core.zoo.base import Batch, ChainModel, Context, Inputs, LayerSpec, layer_specs
 
 FLOAT_BYTES = 4
 # Optimizer state per parameter, in parameter-sized tensors: (dense layers incl. their
@@ -73,53 +73,65 @@ class ProfileOptions:
 
 
 class StageRunner:
-    """Forward + backward of layers first..last as one unit, on a fixed input."""
+    """Forward + backward of layers first..last as one unit, on fixed inputs: the tensors the
+    range reads from before it (taken from a whole forward pass), and a fixed upstream
+    gradient for each tensor it writes that later layers read (or the loss, for the last)."""
 
-    def __init__(self, model: ChainModel, boundaries: list[Any], labels: torch.Tensor,
+    def __init__(self, model: ChainModel, context: Context, labels: torch.Tensor,
                  first: int, last: int) -> None:
         self.model = model
         self.first, self.last = first, last
-        self.input = boundaries[first]
         self.labels = labels
         self.is_final = last == len(model.layers) - 1
-        self.params = [p for layer in list(model.layers)[first : last + 1]
-                       for p in layer.parameters()]
-        out = boundaries[last + 1]
-        gen = torch.Generator(device=out.device).manual_seed(0)
-        self.grad_out = None if self.is_final else torch.randn(
-            out.shape, generator=gen, device=out.device, dtype=out.dtype)
+        layers = model.chain[first : last + 1]
+        self.params = [p for layer in layers for p in layer.parameters()]
+        written = {name for layer in layers for name in layer.writes}
+        self.inputs = {name: context[name] for layer in layers for name in layer.reads
+                       if name not in written}
+        self.outputs = [] if self.is_final else [
+            name for name, _ in model.boundary(last) if name in written]
+        gen = torch.Generator(device=labels.device).manual_seed(0)
+        self.grads = [torch.randn(context[name].shape, generator=gen, device=labels.device,
+                                  dtype=context[name].dtype) for name in self.outputs]
 
-    def prepare(self) -> Any:
+    def prepare(self) -> Context:
         for p in self.params:
             p.grad = None  # as after optimizer.zero_grad(set_to_none=True)
-        # Inside a stage, a layer's input and upstream gradient were just written by its
+        # Inside a stage, a layer's inputs and upstream gradients were just written by its
         # neighbours and sit in cache; reading them here gives a lone layer the same start.
-        if self.grad_out is not None:
-            self.grad_out.sum()
-        if isinstance(self.input, torch.Tensor):
-            self.input.sum()
-            return self.input.detach().requires_grad_(True)
-        return self.input
+        for grad in self.grads:
+            grad.sum()
+        if self.first == 0:
+            return dict(self.inputs)
+        for value in self.inputs.values():
+            value.sum()
+        # Like a stage's received boundary: its float tensors need their gradient.
+        return {name: value.detach().requires_grad_(value.is_floating_point())
+                for name, value in self.inputs.items()}
 
-    def run(self, x: Any) -> None:
-        out = self.model.run_layers(x, self.first, self.last)
+    def run(self, context: Context) -> None:
+        self.model.run_context(context, self.first, self.last)
         if self.is_final:
-            self.model.loss(out, self.labels).backward()
+            self.model.loss(context[self.model.output], self.labels).backward()
         else:
-            out.backward(self.grad_out)
+            torch.autograd.backward([context[name] for name in self.outputs], self.grads)
 
     def time(self, warmup: int, repeats: int, device: torch.device,
              clock: str = "wall") -> Measurement:
         return time_repeats(self.prepare, self.run, warmup, repeats, device, clock)
 
 
-def boundary_tensors(model: ChainModel, inputs: Any) -> list[Any]:
-    """[inputs, output of layer 0, output of layer 1, ...], computed without gradients."""
-    values = [inputs]
+def forward_context(model: ChainModel, inputs: Inputs) -> Context:
+    """Every tensor a forward pass of `model` writes, by name (computed without gradients)."""
     with torch.no_grad():
-        for layer in model.layers:
-            values.append(layer(values[-1]))
-    return values
+        return model.run_context(dict(inputs), 0, len(model.layers) - 1)
+
+
+def boundary_bytes(model: ChainModel, context: Context, i: int) -> int:
+    """Bytes that cross a cut after layer i (the output itself after the last layer)."""
+    if i == len(model.layers) - 1:
+        return _nbytes(context[model.output])
+    return sum(_nbytes(context[name]) for name, _ in model.boundary(i))
 
 
 def profile_chain(
@@ -146,11 +158,11 @@ def profile_chain(
         model = model.to(device).train()
         inputs = _to_device(batch[0], device)
         labels = batch[1].to(device)
-        boundaries = boundary_tensors(model, inputs)
+        context = forward_context(model, inputs)
         measured_at = utc_now()
         layers = []
         for i in range(n):
-            layer = _profile_layer(model, boundaries, labels, i, specs[i], options, device)
+            layer = _profile_layer(model, context, labels, i, specs[i], options, device)
             layers.append(layer)
             progress(Progress(i + 1, n, f"layer {layer.name}",
                               {"median_s": layer.time.median_s, "spread": layer.time.spread}))
@@ -169,19 +181,21 @@ def profile_chain(
 
 
 def _profile_layer(
-    model: ChainModel, boundaries: list[Any], labels: torch.Tensor, i: int, spec: LayerSpec,
+    model: ChainModel, context: Context, labels: torch.Tensor, i: int, spec: LayerSpec,
     options: ProfileOptions, device: torch.device,
 ) -> LayerProfile:
-    runner = StageRunner(model, boundaries, labels, i, i)
+    runner = StageRunner(model, context, labels, i, i)
     ops = count_ops(lambda: runner.run(runner.prepare()))
     sparse_bytes = _sparse_row_bytes(runner.params)
     time = runner.time(options.warmup, options.repeats, device, options.clock)
     dense_state, sparse_state = OPTIMIZER_STATE[options.optimizer]
     param_bytes = spec.parameters * FLOAT_BYTES
     optimizer_bytes = param_bytes * (sparse_state if spec.is_sparse else dense_state)
-    activation = _nbytes(boundaries[i + 1])
-    # Saved activations for backward: roughly this layer's input and output for one batch.
-    saved = activation + (0 if i == 0 else _nbytes(boundaries[i]))
+    activation = boundary_bytes(model, context, i)
+    # Saved activations for backward: roughly this layer's inputs and outputs for one batch.
+    layer = model.chain[i]
+    saved = sum(_nbytes(context[name]) for name in layer.writes) + (
+        0 if i == 0 else sum(_nbytes(context[name]) for name in layer.reads))
     return LayerProfile(
         index=i,
         name=spec.name,

@@ -285,9 +285,9 @@ class StageWorker:
         self.inbox.expect(like.shape, like.dtype, src, tag, self._link(src), header=True)
 
     def _forward(self, x: Any) -> torch.Tensor:
-        for layer in self.layers:
-            x = layer(x)
-        return x
+        """The stage's layers, from the inputs or the previous stage's packed boundary to its
+        own boundary (only what later stages read, zoo/base.py) or the output."""
+        return self.model.run_layers(x, self.stage.first, self.stage.last)
 
     def _send_back(self, x: Any, prev: int) -> None:
         if prev >= 0 and isinstance(x, torch.Tensor) and x.grad is not None:

@@ -10,7 +10,7 @@ import torch
 from heterps_core.zoo import register
 from heterps_core.zoo.base import Batch, ChainLayer, ChainModel, ModelConfig, ZooModel
 from heterps_core.zoo.data import ctr_batch, generator
-from heterps_core.zoo.layers import AddCarried, SparseInput, bce_loss, mlp_chain
+from heterps_core.zoo.layers import Logit, SparseInput, bce_loss, mlp_chain
 from heterps_core.zoo.sizes import check_size
 
 N_DENSE = 13
@@ -48,8 +48,8 @@ class CtrDnn(ZooModel):
         torch.manual_seed(seed)
         n_dense = int(config.extra.get("n_dense", N_DENSE))
         first = SparseInput(config.vocab_sizes, config.embedding_dim, n_dense)
-        hidden, width = mlp_chain("fc", first.out_width, config.hidden)
-        layers: list[ChainLayer] = [first, *hidden, AddCarried("out", width)]
+        hidden, last, width = mlp_chain("fc", "emb", first.out_width, config.hidden)
+        layers: list[ChainLayer] = [first, *hidden, Logit("out", last, width)]
         return CTRModel(layers)
 
     def batches(self, config: ModelConfig, batch_size: int, seed: int = 0) -> Iterator[Batch]:

@@ -11,7 +11,7 @@ from heterps_core.zoo.base import Batch, ChainLayer, ChainModel, ModelConfig, Zo
 from heterps_core.zoo.ctr_dnn import N_DENSE, N_SPARSE, PRODUCTION_VOCAB, CTRModel
 from heterps_core.zoo.data import ctr_batch, generator
 from heterps_core.zoo.heads import FMInteraction
-from heterps_core.zoo.layers import AddCarried, SparseInput, mlp_chain
+from heterps_core.zoo.layers import Logit, SparseInput, mlp_chain
 from heterps_core.zoo.sizes import check_size
 
 
@@ -33,9 +33,9 @@ class DeepFM(ZooModel):
         torch.manual_seed(seed)
         dim = config.embedding_dim
         first = SparseInput(config.vocab_sizes, dim, N_DENSE, wide=True)
-        fm = FMInteraction("fm", N_DENSE, len(config.vocab_sizes), dim)
-        hidden, width = mlp_chain("fc", first.out_width - 1, config.hidden)
-        layers: list[ChainLayer] = [first, fm, *hidden, AddCarried("out", width)]
+        fm = FMInteraction("fm", "emb", "wide", N_DENSE, len(config.vocab_sizes), dim)
+        hidden, last, width = mlp_chain("fc", "emb", first.out_width, config.hidden)
+        layers: list[ChainLayer] = [first, fm, *hidden, Logit("out", last, width, add=("fm",))]
         return CTRModel(layers)
 
     def batches(self, config: ModelConfig, batch_size: int, seed: int = 0) -> Iterator[Batch]:

@@ -12,7 +12,7 @@ from heterps_core.zoo.base import Batch, ChainLayer, ChainModel, ModelConfig, Zo
 from heterps_core.zoo.ctr_dnn import N_DENSE, N_SPARSE, CTRModel
 from heterps_core.zoo.data import ctr_batch, generator
 from heterps_core.zoo.heads import DotInteraction
-from heterps_core.zoo.layers import AddCarried, SparseInput, mlp_chain
+from heterps_core.zoo.layers import Logit, SparseInput, mlp_chain
 from heterps_core.zoo.sizes import check_size
 
 # Production: 26 tables of 10M rows at dim 64 -> 67 GB of float32 (MLPerf DLRM is ~100 GB).
@@ -50,13 +50,15 @@ class DLRM(ZooModel):
     def build(self, config: ModelConfig, seed: int = 0) -> ChainModel:
         torch.manual_seed(seed)
         dim = config.embedding_dim
-        first = SparseInput(config.vocab_sizes, dim, N_DENSE)
-        # The bottom MLP ends at the embedding width so its output can be dotted with tables.
-        bottom, _ = mlp_chain("bottom", N_DENSE, (*config.extra["bottom"], dim), start=0)
-        interact = DotInteraction("interact", 1 + len(config.vocab_sizes), dim)
-        top, width = mlp_chain("top", interact.out_width, config.hidden)
-        layers: list[ChainLayer] = [first, *bottom, interact, *top, AddCarried("out", width)]
-        return CTRModel(layers)
+        first = SparseInput(config.vocab_sizes, dim, N_DENSE, concat_dense=False)
+        # The bottom MLP reads the dense features themselves and ends at the embedding width,
+        # so its output can be dotted with the tables' vectors.
+        bottom, bottom_out, _ = mlp_chain("bottom", "dense", N_DENSE,
+                                          (*config.extra["bottom"], dim))
+        interact = DotInteraction("interact", bottom_out, "emb", 1 + len(config.vocab_sizes), dim)
+        top, last, width = mlp_chain("top", "interact", interact.out_width, config.hidden)
+        layers: list[ChainLayer] = [first, *bottom, interact, *top, Logit("out", last, width)]
+        return CTRModel(layers, inputs={"dense": (N_DENSE,)})
 
     def batches(self, config: ModelConfig, batch_size: int, seed: int = 0) -> Iterator[Batch]:
         gen = generator(seed)

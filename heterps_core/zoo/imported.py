@@ -21,7 +21,15 @@ from torch import fx, nn
 from torch.fx.passes.shape_prop import ShapeProp
 
 from heterps_core.errors import HeterPSError
-from heterps_core.zoo.base import Batch, ChainLayer, ChainModel, Inputs, ModelConfig, ZooModel
+from heterps_core.zoo.base import (
+    Batch,
+    ChainLayer,
+    ChainModel,
+    Inputs,
+    ModelConfig,
+    Shape,
+    ZooModel,
+)
 from heterps_core.zoo.data import batch_seed
 
 WHAT_TO_DO = (
@@ -48,17 +56,18 @@ class ImportedChain(ChainModel):
 
 
 class GraphLayer(ChainLayer):
-    """One piece of a traced graph; the first piece receives the inputs dict."""
+    """Piece k of a split model: reads the model's inputs (k = 0) or piece k-1's output
+    `x{k}`, writes `x{k+1}` (one tensor crosses each cut, by how the cuts were chosen)."""
 
-    def __init__(self, name: str, kind: str, module: nn.Module, arg_names: list[str]) -> None:
-        super().__init__(name, kind=kind, shardable=kind == "embedding")
+    def __init__(self, name: str, kind: str, module: nn.Module, arg_names: list[str], k: int,
+                 shape: Shape) -> None:
+        super().__init__(name, kind=kind, shardable=kind == "embedding",
+                         reads=arg_names if k == 0 else (f"x{k}",),
+                         writes={f"x{k + 1}": shape})
         self.module = module
-        self.arg_names = arg_names
 
-    def forward(self, x: Any) -> torch.Tensor:
-        if isinstance(x, dict):
-            return self.module(*[x[name] for name in self.arg_names])
-        return self.module(x)
+    def forward(self, *args: torch.Tensor) -> torch.Tensor:
+        return self.module(*args)
 
 
 # --- loading -------------------------------------------------------------------------------
@@ -291,7 +300,7 @@ def _split_traced(model: nn.Module, example: Inputs, arg_names: list[str]) -> Im
         module = _subgraph(traced, body, inputs, out)
         kind = "embedding" if _has_embedding(traced, body) else "dense"
         layer_name = _unique(_piece_name(body, k), used_names)
-        layers.append(GraphLayer(layer_name, kind, module, arg_names if k == 0 else ["x"]))
+        layers.append(GraphLayer(layer_name, kind, module, arg_names, k, _per_sample(out)))
         inputs = [out]
     chain = ImportedChain(layers)
     _check_reproduces(model, chain, example, arg_names)
@@ -383,6 +392,11 @@ def _subgraph(
     return fx.GraphModule(traced, graph)
 
 
+def _per_sample(node: fx.Node) -> Shape:
+    meta = node.meta.get("tensor_meta")
+    return tuple(int(d) for d in meta.shape[1:]) if meta is not None else ()
+
+
 def _is_float_tensor(node: fx.Node) -> bool:
     meta = node.meta.get("tensor_meta")
     return meta is not None and hasattr(meta, "dtype") and meta.dtype.is_floating_point
@@ -395,14 +409,17 @@ def _split_children(
     if len(children) < 2 or len(arg_names) != 1:
         return None
     layers: list[ChainLayer] = []
-    for name, child in children:
-        has_emb = any(isinstance(m, nn.Embedding | nn.EmbeddingBag) for m in child.modules())
-        layers.append(GraphLayer(name, "embedding" if has_emb else "dense", child,
-                                 arg_names if not layers else ["x"]))
-    chain = ImportedChain(layers)
     try:
+        x: Any = example[arg_names[0]]
+        for k, (name, child) in enumerate(children):
+            has_emb = any(isinstance(m, nn.Embedding | nn.EmbeddingBag) for m in child.modules())
+            with torch.no_grad():
+                x = child(x)
+            layers.append(GraphLayer(name, "embedding" if has_emb else "dense", child,
+                                     arg_names, k, tuple(x.shape[1:])))
+        chain = ImportedChain(layers)
         _check_reproduces(model, chain, example, arg_names)
-    except (ModelImportError, RuntimeError, TypeError, ValueError):
+    except (AttributeError, ModelImportError, RuntimeError, TypeError, ValueError):
         return None
     return chain
 

@@ -1,7 +1,7 @@
-"""Reusable chain layers: field embeddings, (partial) dense blocks and parameter-free heads.
+"""Reusable chain layers: field embeddings, dense blocks and the final logit.
 
-Branches are flattened by *carrying*: a layer works on a column slice of its input tensor and
-passes the other columns through untouched, so every boundary is one [batch, width] tensor.
+Each reads the context tensors it names and writes its own (zoo/base.py): a branch reads
+what it needs where it was written, so nothing is carried through layers that do not use it.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from heterps_core.zoo.base import ChainLayer, Inputs
+from heterps_core.zoo.base import ChainLayer
 from heterps_core.zoo.tables import sparse_table
 
 
@@ -40,9 +40,11 @@ class FieldEmbedding(nn.Module):
 
 
 class SparseInput(ChainLayer):
-    """Layer 0 of the CTR-style models: dense features beside the flattened field embeddings.
+    """Layer 0 of the CTR-style models: looks up every field's embedding.
 
-    Output columns: [dense | field embeddings | wide (first-order) sum, if `wide`].
+    Writes `emb` [fields x dim, flattened] and, if `wide`, `wide` [1] (the first-order sum).
+    With `concat_dense`, `emb` is [dense | field embeddings] instead: the MLP input of the
+    models whose first dense layer reads both (one concatenation, as any such model makes).
     """
 
     def __init__(
@@ -52,67 +54,59 @@ class SparseInput(ChainLayer):
         n_dense: int,
         wide: bool = False,
         name: str = "embedding",
+        concat_dense: bool = True,
     ) -> None:
-        super().__init__(name, kind="embedding", shardable=True)
-        self.n_dense = n_dense
+        self.n_dense = n_dense if concat_dense else 0
+        width = self.n_dense + len(vocab_sizes) * dim
+        writes: dict[str, tuple[int, ...]] = {"emb": (width,)}
+        if wide:
+            writes["wide"] = (1,)
+        reads = ("sparse", "dense") if self.n_dense else ("sparse",)
+        super().__init__(name, kind="embedding", shardable=True, reads=reads, writes=writes)
         self.embedding = FieldEmbedding(vocab_sizes, dim)
         self.wide = FieldEmbedding(vocab_sizes, 1) if wide else None
 
     @property
     def out_width(self) -> int:
-        emb = self.embedding
-        return self.n_dense + emb.n_fields * emb.dim + (1 if self.wide is not None else 0)
+        return self.writes["emb"][0]
 
-    def forward(self, inputs: Inputs) -> torch.Tensor:
-        ids = inputs["sparse"]
-        parts = []
-        if self.n_dense:
-            parts.append(inputs["dense"])
-        parts.append(self.embedding(ids).flatten(1))
-        if self.wide is not None:
-            parts.append(self.wide(ids).sum(dim=1))
-        return torch.cat(parts, dim=1)
+    def forward(self, ids: torch.Tensor, dense: torch.Tensor | None = None
+                ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+        emb = self.embedding(ids).flatten(1)
+        if dense is not None:
+            emb = torch.cat([dense, emb], dim=1)
+        if self.wide is None:
+            return emb
+        return emb, self.wide(ids).sum(dim=1)
 
 
-class PartialDense(ChainLayer):
-    """Linear (+ activation) on columns [start, stop) of the input; other columns carried through.
+class Dense(ChainLayer):
+    """Linear (+ activation): reads one named tensor, writes one."""
 
-    With start=0 and stop=None it is an ordinary fully connected layer.
-    """
-
-    def __init__(
-        self,
-        name: str,
-        in_features: int,
-        out_features: int,
-        start: int = 0,
-        stop: int | None = None,
-        activation: str = "relu",
-    ) -> None:
-        super().__init__(name, kind="dense")
-        self.start = start
-        self.stop = start + in_features if stop is None else stop
-        if self.stop - self.start != in_features:
-            raise ValueError(f"{name}: column slice does not match in_features={in_features}")
+    def __init__(self, name: str, reads: str, writes: str, in_features: int, out_features: int,
+                 activation: str = "relu") -> None:
+        super().__init__(name, kind="dense", reads=(reads,), writes={writes: (out_features,)})
         self.linear = nn.Linear(in_features, out_features)
         self.activation = _activation(activation)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = self.activation(self.linear(x[:, self.start : self.stop]))
-        return torch.cat([x[:, : self.start], y, x[:, self.stop :]], dim=1)
+        return self.activation(self.linear(x))
 
 
-class AddCarried(ChainLayer):
-    """Final logit = linear(x[:, :n]) + sum of the carried columns x[:, n:] (e.g. a wide part)."""
+class Logit(ChainLayer):
+    """The final logit: linear(x) [+ the sum of extra one-column terms, e.g. a wide part]."""
 
-    def __init__(self, name: str, in_features: int) -> None:
-        super().__init__(name, kind="dense")
+    def __init__(self, name: str, reads: str, in_features: int,
+                 add: Sequence[str] = ()) -> None:
+        super().__init__(name, kind="dense", reads=(reads, *add), writes={"logit": ()})
         self.in_features = in_features
         self.linear = nn.Linear(in_features, 1)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        deep = self.linear(x[:, : self.in_features])
-        return (deep + x[:, self.in_features :].sum(dim=1, keepdim=True)).squeeze(1)
+    def forward(self, x: torch.Tensor, *terms: torch.Tensor) -> torch.Tensor:
+        out = self.linear(x)
+        for term in terms:
+            out = out + term
+        return out.squeeze(1)
 
 
 def _activation(name: str) -> nn.Module:
@@ -125,17 +119,17 @@ def _activation(name: str) -> nn.Module:
 
 
 def mlp_chain(
-    prefix: str, in_features: int, hidden: Sequence[int], start: int = 0, stop: int | None = None
-) -> tuple[list[ChainLayer], int]:
-    """`len(hidden)` ReLU layers on a column slice; returns the layers and the final width."""
+    prefix: str, reads: str, in_features: int, hidden: Sequence[int]
+) -> tuple[list[ChainLayer], str, int]:
+    """`len(hidden)` ReLU layers from the tensor named `reads`; each writes its own name
+    (`prefix` + number). Returns the layers, the last name and its width."""
     layers: list[ChainLayer] = []
-    width = in_features
+    name, width = reads, in_features
     for i, size in enumerate(hidden):
-        layers.append(PartialDense(f"{prefix}{i + 1}", width, size, start=start,
-                                   stop=stop if i == 0 else None))
-        stop = None
-        width = size
-    return layers, width
+        out = f"{prefix}{i + 1}"
+        layers.append(Dense(out, name, out, width, size))
+        name, width = out, size
+    return layers, name, width
 
 
 def bce_loss(output: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:

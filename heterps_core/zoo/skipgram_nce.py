@@ -12,26 +12,28 @@ from collections.abc import Iterator
 import torch
 
 from heterps_core.zoo import register
-from heterps_core.zoo.base import Batch, ChainLayer, ChainModel, Inputs, ModelConfig, ZooModel
+from heterps_core.zoo.base import Batch, ChainLayer, ChainModel, ModelConfig, ZooModel
 from heterps_core.zoo.data import generator, power_law_ids
 from heterps_core.zoo.heads import NCEScore
-from heterps_core.zoo.layers import PartialDense, bce_loss
+from heterps_core.zoo.layers import Dense, bce_loss
 from heterps_core.zoo.sizes import check_size
 from heterps_core.zoo.tables import sparse_table
 
 
 class NCELookup(ChainLayer):
-    """Output columns: [centre (dim) | (1 + K) x (output vector (dim) + bias)]."""
+    """Reads the word ids `centre` and `targets`; writes their vectors `centre_vec` [dim] and
+    `target_vecs` [(1 + K) x (output vector (dim) + bias)]."""
 
-    def __init__(self, vocab: int, dim: int) -> None:
-        super().__init__("embedding", kind="embedding", shardable=True)
+    def __init__(self, vocab: int, dim: int, n_targets: int) -> None:
+        super().__init__("embedding", kind="embedding", shardable=True,
+                         reads=("centre", "targets"),
+                         writes={"centre_vec": (dim,), "target_vecs": (n_targets * (dim + 1),)})
         self.inputs = sparse_table(vocab, dim, "uniform", 0.5 / dim)
         self.outputs = sparse_table(vocab, dim + 1, "zeros")
 
-    def forward(self, inputs: Inputs) -> torch.Tensor:
-        centre = self.inputs(inputs["centre"])
-        targets = self.outputs(inputs["targets"]).flatten(1)
-        return torch.cat([centre, targets], dim=1)
+    def forward(self, centre: torch.Tensor, targets: torch.Tensor
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.inputs(centre), self.outputs(targets).flatten(1)
 
 
 class SkipGramModel(ChainModel):
@@ -58,9 +60,9 @@ class SkipGramNCE(ZooModel):
         dim = config.embedding_dim
         n_targets = 1 + int(config.extra["negatives"])
         layers: list[ChainLayer] = [
-            NCELookup(config.vocab_sizes[0], dim),
-            PartialDense("project", dim, config.hidden[0], activation="tanh"),
-            NCEScore("nce_score", config.hidden[0], n_targets),
+            NCELookup(config.vocab_sizes[0], dim, n_targets),
+            Dense("project", "centre_vec", "project", dim, config.hidden[0], activation="tanh"),
+            NCEScore("nce_score", "project", "target_vecs", config.hidden[0], n_targets),
         ]
         if config.hidden[0] != dim:
             raise ValueError("skipgram_nce: hidden[0] must equal embedding_dim")

@@ -12,7 +12,7 @@ from heterps_core.zoo import register
 from heterps_core.zoo.base import Batch, ChainLayer, ChainModel, Inputs, ModelConfig, ZooModel
 from heterps_core.zoo.ctr_dnn import CTRModel
 from heterps_core.zoo.data import generator, matching_batch
-from heterps_core.zoo.layers import AddCarried, mlp_chain
+from heterps_core.zoo.layers import Logit, mlp_chain
 from heterps_core.zoo.sizes import check_size
 from heterps_core.zoo.tables import sparse_table
 
@@ -34,11 +34,12 @@ class TwoTables(nn.Module):
 
 class TwoTableInput(ChainLayer):
     def __init__(self, query_vocab: int, ad_vocab: int, dim: int) -> None:
-        super().__init__("embedding", kind="embedding", shardable=True)
+        super().__init__("embedding", kind="embedding", shardable=True,
+                         reads=("query", "ad"), writes={"emb": (2 * dim,)})
         self.tables = TwoTables(query_vocab, ad_vocab, dim)
 
-    def forward(self, inputs: Inputs) -> torch.Tensor:
-        return self.tables(inputs)
+    def forward(self, query: torch.Tensor, ad: torch.Tensor) -> torch.Tensor:
+        return self.tables({"query": query, "ad": ad})
 
 
 @register
@@ -60,8 +61,8 @@ class TwoEmb(ZooModel):
         torch.manual_seed(seed)
         query_vocab, ad_vocab = config.vocab_sizes
         first = TwoTableInput(query_vocab, ad_vocab, config.embedding_dim)
-        hidden, width = mlp_chain("fc", 2 * config.embedding_dim, config.hidden)
-        layers: list[ChainLayer] = [first, *hidden, AddCarried("out", width)]
+        hidden, last, width = mlp_chain("fc", "emb", 2 * config.embedding_dim, config.hidden)
+        layers: list[ChainLayer] = [first, *hidden, Logit("out", last, width)]
         return CTRModel(layers)
 
     def batches(self, config: ModelConfig, batch_size: int, seed: int = 0) -> Iterator[Batch]:

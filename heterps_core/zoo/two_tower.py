@@ -3,7 +3,7 @@ each, a cosine score between the tower outputs."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import torch
 
@@ -12,11 +12,27 @@ from heterps_core.zoo.base import Batch, ChainLayer, ChainModel, ModelConfig, Zo
 from heterps_core.zoo.ctr_dnn import CTRModel
 from heterps_core.zoo.data import generator, matching_batch
 from heterps_core.zoo.heads import CosineScore
-from heterps_core.zoo.layers import SparseInput, mlp_chain
+from heterps_core.zoo.layers import FieldEmbedding, mlp_chain
 from heterps_core.zoo.sizes import check_size
 
 USER_FIELDS = 4
 ITEM_FIELDS = 4
+
+
+class TowerInput(ChainLayer):
+    """Every field's embedding in one lookup; writes the user fields' and the item fields'
+    vectors as `user` and `item` (views of it: each tower reads its own)."""
+
+    def __init__(self, vocab_sizes: Sequence[int], dim: int, n_user: int) -> None:
+        n_item = len(vocab_sizes) - n_user
+        super().__init__("embedding", kind="embedding", shardable=True, reads=("sparse",),
+                         writes={"user": (n_user * dim,), "item": (n_item * dim,)})
+        self.embedding = FieldEmbedding(vocab_sizes, dim)
+        self.n_user = n_user
+
+    def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        vectors = self.embedding(ids)
+        return vectors[:, : self.n_user].flatten(1), vectors[:, self.n_user :].flatten(1)
 
 
 @register
@@ -42,11 +58,11 @@ class TwoTower(ZooModel):
         dim = config.embedding_dim
         n_user = int(config.extra["user_fields"])
         n_item = len(config.vocab_sizes) - n_user
-        first = SparseInput(config.vocab_sizes, dim, n_dense=0)
-        user, width = mlp_chain("user_fc", n_user * dim, config.hidden, start=0)
-        # After the user tower, the item embeddings start right behind its output.
-        item, _ = mlp_chain("item_fc", n_item * dim, config.hidden, start=width)
-        layers: list[ChainLayer] = [first, *user, *item, CosineScore("score", width)]
+        first = TowerInput(config.vocab_sizes, dim, n_user)
+        user, user_out, _ = mlp_chain("user_fc", "user", n_user * dim, config.hidden)
+        item, item_out, _ = mlp_chain("item_fc", "item", n_item * dim, config.hidden)
+        layers: list[ChainLayer] = [first, *user, *item,
+                                    CosineScore("score", user_out, item_out)]
         return CTRModel(layers)
 
     def batches(self, config: ModelConfig, batch_size: int, seed: int = 0) -> Iterator[Batch]:

@@ -11,7 +11,7 @@ from heterps_core.zoo import register
 from heterps_core.zoo.base import Batch, ChainLayer, ChainModel, ModelConfig, ZooModel
 from heterps_core.zoo.ctr_dnn import N_DENSE, N_SPARSE, PRODUCTION_VOCAB, CTRModel
 from heterps_core.zoo.data import ctr_batch, generator
-from heterps_core.zoo.layers import AddCarried, SparseInput, mlp_chain
+from heterps_core.zoo.layers import Logit, SparseInput, mlp_chain
 from heterps_core.zoo.sizes import check_size
 
 
@@ -32,9 +32,9 @@ class WideDeep(ZooModel):
     def build(self, config: ModelConfig, seed: int = 0) -> ChainModel:
         torch.manual_seed(seed)
         first = SparseInput(config.vocab_sizes, config.embedding_dim, N_DENSE, wide=True)
-        # The deep part reads everything but the last column (the wide sum), which it carries.
-        hidden, width = mlp_chain("deep", first.out_width - 1, config.hidden)
-        layers: list[ChainLayer] = [first, *hidden, AddCarried("out", width)]
+        # The deep part reads [dense | embeddings]; the wide sum joins at the logit.
+        hidden, last, width = mlp_chain("deep", "emb", first.out_width, config.hidden)
+        layers: list[ChainLayer] = [first, *hidden, Logit("out", last, width, add=("wide",))]
         return CTRModel(layers)
 
     def batches(self, config: ModelConfig, batch_size: int, seed: int = 0) -> Iterator[Batch]:

@@ -12,7 +12,7 @@ from heterps_core.profiler import (
     StageRunner,
     profile_zoo_model,
 )
-from heterps_core.profiler.chain import boundary_tensors
+from heterps_core.profiler.chain import forward_context
 from heterps_core.profiler.models import capped
 
 FAST = ProfileOptions(threads=1, warmup=1, repeats=3)
@@ -111,7 +111,7 @@ def test_stage_runner_computes_the_training_gradients():
     inputs, labels = next(model_def.batches(config, 16))
     model.loss(model(inputs), labels).backward()
     expected = {name: p.grad.to_dense().clone() for name, p in model.named_parameters()}
-    runner = StageRunner(model, boundary_tensors(model, inputs), labels, 0,
+    runner = StageRunner(model, forward_context(model, inputs), labels, 0,
                          len(model.layers) - 1)
     runner.run(runner.prepare())
     for name, p in model.named_parameters():

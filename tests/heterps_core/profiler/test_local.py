@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from heterps_core.profiler.local import LocalMeasure, runtime_steps
+from heterps_core.profiler.measure import Precision, repeat_until_known
 from heterps_core.runtime.models import resolve_model
 from heterps_core.runtime.tables import sparse_tables
 
@@ -30,7 +31,7 @@ def _distinct_rows(model_name: str, size: str, batches: range) -> float:
             continue
         seen.clear()
         with torch.no_grad():
-            model.layers[0](inputs)
+            model.layers[0].run(inputs)
         counts.append(sum(int(torch.cat(ids).unique().numel()) for ids in seen.values()))
     return sum(counts) / len(counts)
 
@@ -65,3 +66,16 @@ def test_the_local_types_carry_rows_and_row_time() -> None:
     assert inst.layers[0].sparse_rows == 500.0
     assert inst.parameter_server is not None
     assert inst.parameter_server.row_s == {"local-1": 3e-7, "local-2": 3e-7}
+
+
+def test_steps_repeat_until_every_layer_is_known_and_say_how_well() -> None:
+    with repeat_until_known(Precision(target=0.5, max_repeats=30)):
+        steps = runtime_steps("ctr_dnn", "tiny", BATCH, threads=1, repeats=3, optimizer="sgd")
+    assert 6 <= steps.repeats <= 30  # an interval needs 6 samples; the cap bounds it
+    assert len(steps.spreads) == len(steps.seconds)
+    assert all(s is not None and (s <= 0.5 or steps.repeats == 30) for s in steps.spreads)
+    assert steps.cpu_use is not None and steps.cpu_use.wall_s > 0
+    assert steps.cpu_use.core_s == pytest.approx(steps.cpu_use.wall_s)  # one thread
+    with repeat_until_known(Precision(target=1e-12, max_repeats=8)):
+        capped = runtime_steps("ctr_dnn", "tiny", BATCH, threads=1, repeats=3)
+    assert capped.repeats == 8

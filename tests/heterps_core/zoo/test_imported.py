@@ -64,7 +64,7 @@ def test_traced_model_splits_at_single_tensor_boundaries():
     torch.testing.assert_close(chain(example), model(example["dense"], example["sparse"]))
     assert chain.layers[0].module.get_submodule("emb").sparse  # trained with sparse gradients
     # Parameter-free pieces (cat, relu, squeeze) joined a layer instead of becoming one.
-    x = chain.layers[0](example)
+    x = chain.run_layers(example, 0, 0)
     assert x.shape == (8, 11)
 
 
