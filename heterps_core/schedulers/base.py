@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import time
 from typing import ClassVar
 
+from heterps_core.budget import Stopwatch
 from heterps_core.instance import Instance
 from heterps_core.plan import Plan
 from heterps_core.progress import ProgressCallback, no_progress
@@ -14,7 +14,9 @@ class Scheduler:
     """Assigns every layer of an instance to a resource and returns the spec's plan.
 
     Subclasses implement `solve`; `plan` times it and stamps the scheduler's name, so every
-    plan carries an honest `solve_time_s`.
+    plan carries an honest `solve_time_s` (wall seconds, what the user waited; the CPU
+    seconds of the same solve are in `last_cpu_s`). `budget_s` is a budget of the solving
+    thread's CPU seconds (heterps_core/budget.py), never of wall time.
     """
 
     name: ClassVar[str]
@@ -25,6 +27,7 @@ class Scheduler:
         self.seed = seed
         self.budget_s = budget_s
         self.options = options
+        self.last_cpu_s: float | None = None  # CPU seconds of the last `plan`
 
     @classmethod
     def refusal(cls, instance: Instance) -> str | None:
@@ -32,9 +35,10 @@ class Scheduler:
         return None
 
     def plan(self, instance: Instance, progress: ProgressCallback = no_progress) -> Plan:
-        start = time.perf_counter()
+        watch = Stopwatch()
         plan = self.solve(instance, progress)
-        return plan.with_scheduler(self.name, time.perf_counter() - start)
+        self.last_cpu_s = watch.cpu_s
+        return plan.with_scheduler(self.name, watch.wall_s)
 
     def solve(self, instance: Instance, progress: ProgressCallback) -> Plan:
         raise NotImplementedError

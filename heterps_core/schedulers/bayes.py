@@ -2,13 +2,16 @@
 
 Seeded (`TPESampler(seed=...)`), so a given seed gives the same plan. The single-resource
 plans are enqueued as the first trials, as a practitioner would warm-start it. The
-objective is the plan cost plus a large penalty per unit of infeasibility.
+objective is the plan cost plus a large penalty per unit of infeasibility. `budget_s` counts
+CPU seconds (heterps_core/budget.py), checked after each trial: optuna's own `timeout` is wall
+time, so it is not used.
 """
 
 from __future__ import annotations
 
 import logging
 
+from heterps_core.budget import Deadline, passed
 from heterps_core.costmodel import infeasible_plan
 from heterps_core.instance import Instance
 from heterps_core.plan import Plan
@@ -51,7 +54,13 @@ class BayesScheduler(Scheduler):
         )
         for res in names[: max(0, trials)]:
             study.enqueue_trial(dict.fromkeys(keys, res))
-        study.optimize(objective, n_trials=trials, timeout=self.budget_s)
+        deadline = Deadline.after(self.budget_s)
+
+        def stop_when_spent(study: optuna.Study, _: optuna.trial.FrozenTrial) -> None:
+            if passed(deadline):
+                study.stop()
+
+        study.optimize(objective, n_trials=trials, callbacks=[stop_when_spent])
         assert best is not None and best_score is not None
         plan = scorer.plan(best, self.name)
         if not best_score.feasible:

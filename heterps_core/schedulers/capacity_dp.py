@@ -16,11 +16,11 @@ best prefix "not ending on r" is one of the two), plus one back-pointer per
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from heterps_core.budget import Deadline, passed
 from heterps_core.costmodel import REL_TOL
 from heterps_core.schedulers.stagetable import StageTable
 
@@ -56,13 +56,13 @@ def capped_dp(
     table: StageTable,
     capped: Sequence[str],
     keep: np.ndarray | None = None,
-    deadline: float | None = None,
+    deadline: Deadline | None = None,
     progress: DpProgress | None = None,
 ) -> list[Run] | None:
     """The optimum with the caps of `capped` enforced (other resources' sums unchecked).
 
     `keep[r, last, first]` selects the candidate stages to try (default: every stage that
-    exists); raises BudgetReached once `time.perf_counter()` passes `deadline`.
+    exists); raises BudgetReached once `deadline` (CPU seconds, budget.py) passes.
     """
     n, names = table.n_layers, table.resources
     n_res = len(names)
@@ -86,7 +86,7 @@ def capped_dp(
     every = max(1, n // 50)
 
     for j in range(n):
-        if deadline is not None and time.perf_counter() > deadline:
+        if passed(deadline):
             raise BudgetReached
         if progress is not None and j % every == 0:
             progress(j, n)

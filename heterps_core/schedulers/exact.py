@@ -13,8 +13,8 @@
 from __future__ import annotations
 
 import math
-import time
 
+from heterps_core.budget import Deadline, budget_reached, passed
 from heterps_core.costmodel import REL_TOL, evaluate, infeasible_plan
 from heterps_core.instance import Instance
 from heterps_core.plan import Plan
@@ -33,8 +33,10 @@ from heterps_core.schedulers.exact_ilp import capped_optimum
 from heterps_core.schedulers.registry import register
 from heterps_core.schedulers.stagetable import StageTable
 
-# `heterps plan` and the web give `exact` this budget unless told otherwise; when it runs out
-# the plan is the best one found, labelled with its certified gap (never called optimal).
+# `heterps plan` and the web give `exact` this budget unless told otherwise: CPU seconds of
+# the solving thread (heterps_core/budget.py), so a busy machine does not cut a solve short.
+# When it runs out the plan is the best one found, labelled with its certified gap (never
+# called optimal).
 DEFAULT_BUDGET_S = 60.0
 # The capacity DP runs when its work (kept stages x usage states) and memory stay below
 # these; beyond them the integer programme is faster (measured: docs/benchmarks/planners.md).
@@ -60,18 +62,16 @@ def exact_plan(
 ) -> Plan:
     """The optimum of `instance` (or an infeasible plan whose reason says what blocks it).
 
-    With `budget_s` (None or inf: no limit), a solve that runs out of time returns the best
-    plan found with a note giving its certified gap, never a plan called optimal.
+    With `budget_s` CPU seconds (None or inf: no limit), a solve that runs out of budget
+    returns the best plan found with a note giving its certified gap, never a plan called
+    optimal.
     """
     if instance.is_v2:
         # v2: label DP over (prefix, last resource) per server placement (exact_v2.py)
         from heterps_core.schedulers.exact_v2 import exact_v2
 
         return exact_v2(instance, budget_s=budget_s, progress=progress)
-    started = time.perf_counter()
-    deadline = None
-    if budget_s is not None and math.isfinite(budget_s):
-        deadline = started + budget_s
+    deadline = Deadline.after(budget_s)
     report = _forward_only(progress or (lambda _: None))
     report(Progress(0, 1, "pricing every candidate stage"))
     table = table or StageTable(instance)
@@ -96,7 +96,7 @@ def exact_plan(
     capped = sorted(overrun)
     capped = _tighten(table, bounds, capped, deadline, report)
     while True:
-        if deadline is not None and time.perf_counter() > deadline:
+        if passed(deadline):
             return _out_of_time(table, bounds, budget_s, first_failure)
         work, size = dp_work(table, capped, bounds.keep), dp_bytes(table, capped)
         if work > MAX_DP_WORK or size > MAX_DP_BYTES:
@@ -129,7 +129,7 @@ def _tighten(
     table: StageTable,
     bounds: CapBounds,
     capped: list[str],
-    deadline: float | None,
+    deadline: Deadline | None,
     report: ProgressCallback,
 ) -> list[str]:
     """Find a good plan that fits the caps with capped DPs over the most promising stages
@@ -195,7 +195,7 @@ def _out_of_time(
     table: StageTable, bounds: CapBounds, budget_s: float | None, first_failure: str
 ) -> Plan:
     """The best plan known when the budget ran out, labelled with its certified gap."""
-    budget = f"the {budget_s:g} s time budget was reached"
+    budget = budget_reached(budget_s)
     if bounds.best is None:
         return infeasible_plan(
             "exact",
@@ -241,14 +241,13 @@ def _cost(table: StageTable, runs: list[Run]) -> float:
 def _ilp_plan(
     table: StageTable,
     bounds: CapBounds,
-    deadline: float | None,
+    deadline: Deadline | None,
     budget_s: float | None,
     first_failure: str,
     report: ProgressCallback,
 ) -> Plan:
     report(_bound_progress(bounds, 0, 1, "integer programme over the kept stages (HiGHS)"))
-    left = None if deadline is None else max(0.1, deadline - time.perf_counter())
-    result = capped_optimum(table, left, bounds.keep)
+    result = capped_optimum(table, deadline, bounds.keep)
     if result.runs is None and result.proven:
         return infeasible_plan("exact", "no plan fits the availability caps; " + first_failure)
     if result.proven and result.runs is not None:

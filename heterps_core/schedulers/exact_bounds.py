@@ -15,12 +15,12 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
+from heterps_core.budget import Deadline, passed
 from heterps_core.costmodel import REL_TOL
 from heterps_core.schedulers.stagetable import StageTable
 
@@ -65,11 +65,11 @@ class CapBounds:
 
 
 def cap_bounds(
-    table: StageTable, iterations: int = 40, deadline: float | None = None
+    table: StageTable, iterations: int = 40, deadline: Deadline | None = None
 ) -> CapBounds:
     """Lagrangian lower bound, best plan seen that fits the caps, and the stages to keep.
 
-    Stops raising the bound early once `time.perf_counter()` passes `deadline`.
+    Stops raising the bound early once `deadline` (CPU seconds, budget.py) passes.
     """
     counts = np.array([table.instance.resource(r).count for r in table.resources], float)
     units = table.units_by_last.astype(np.float64)
@@ -81,7 +81,7 @@ def cap_bounds(
     best_lam = lam.copy()
     step = 1.0
     for _ in range(iterations):
-        if deadline is not None and time.perf_counter() > deadline:
+        if passed(deadline):
             break
         priced = base + lam[:, None, None] * units
         value, runs = cheapest_chain(priced, table.resources)

@@ -6,15 +6,22 @@ maximal runs), and the per-resource unit sums within `count`. SciPy's HiGHS `mil
 with a zero relative gap; a second solve maximises the plan's minimum throughput among plans
 within 1e-9 of the optimal cost. Candidates whose cheapest possible plan (caps ignored) costs
 more than a known capped plan are dropped first: they cannot be in an optimum.
+
+The budget: HiGHS's `time_limit` counts wall seconds (HiGHS has no CPU-time limit, and
+SciPy's `milp` no callback to stop it), while `exact`'s budget counts CPU seconds
+(heterps_core/budget.py). Each solve gets `Deadline.wall_limit_s()`: the CPU seconds left
+divided by the share of a core the solve has had so far, about the wall time that CPU takes
+at the current load. So a steady load does not cut the programme short, but a load that
+starts or stops during it moves where it stops; the plan's gap note says it stopped either way.
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
 
+from heterps_core.budget import Deadline
 from heterps_core.costmodel import REL_TOL
 from heterps_core.errors import SchedulerError
 from heterps_core.schedulers.chain_dp import uncapped_optimum
@@ -31,14 +38,14 @@ class CappedResult:
 
 
 def capped_optimum(
-    table: StageTable, budget_s: float | None = None, keep: np.ndarray | None = None
+    table: StageTable, deadline: Deadline | None = None, keep: np.ndarray | None = None
 ) -> CappedResult:
     """ILP over candidate stages: a path through layer boundaries 0..L, maximal runs, caps.
 
     `keep[r, last, first]` restricts the candidates (exact_bounds.py); by default stages
-    that no plan cheaper than a known capped one could contain are dropped here.
+    that no plan cheaper than a known capped one could contain are dropped here. With
+    `deadline`, each HiGHS solve gets the wall-time equivalent of the CPU left (module doc).
     """
-    started = time.perf_counter()
     # SciPy's optimiser takes ~1 s to import; only this rare path needs it.
     from scipy.optimize import Bounds, LinearConstraint, milp
     from scipy.sparse import coo_matrix
@@ -104,8 +111,8 @@ def capped_optimum(
     # Scale so that HiGHS's absolute gap (1e-6) is far below a 1e-9 relative cost difference.
     scale = 1e3 / float(cost.min())
     options: dict[str, float | bool] = {"mip_rel_gap": 0.0, "presolve": True}
-    if budget_s is not None:
-        options["time_limit"] = budget_s
+    if deadline is not None:
+        options["time_limit"] = deadline.wall_limit_s()
     integrality = np.ones(m)
     first_solve = milp(
         cost * scale, constraints=constraints, integrality=integrality,
@@ -123,11 +130,10 @@ def capped_optimum(
     best = float(cost[chosen].sum())
     if first_solve.status != 0:  # out of time: the incumbent and HiGHS's bound
         return CappedResult(_runs(table, cands, chosen), False, lower)
-    if budget_s is not None:
-        left = budget_s - (time.perf_counter() - started)
-        if left <= 0:
+    if deadline is not None:
+        if deadline.passed():
             return CappedResult(_runs(table, cands, chosen), False, best)
-        options["time_limit"] = left
+        options["time_limit"] = deadline.wall_limit_s()
 
     # Tie-break: among plans within 1e-9 of the optimum, maximise the minimum throughput t.
     # t <= thr_c / top + (1 - x_c) for every candidate keeps t below every chosen stage.

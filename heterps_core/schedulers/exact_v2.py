@@ -15,19 +15,20 @@ Per parameter-server placement (docs/schedulers.md, "The exact method under cost
    taken again per class of the longest stage (each class with its own multipliers), which
    see the `(1 - 1/M) max a` term of the cycle that step 2's bound leaves out.
 
-With a time budget the search stops at the deadline and returns the best plan found, with a
-note giving its certified gap (never a plan called optimal that is not proven so).
+With a budget (CPU seconds, heterps_core/budget.py) the search stops when it is spent and
+returns the best plan found, with a note giving its certified gap (never a plan called optimal
+that is not proven so).
 """
 
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from heterps_core.budget import Deadline, budget_reached, passed
 from heterps_core.costmodel import REL_TOL, costs_equal
 from heterps_core.costmodel_v2 import (
     LabelBound,
@@ -175,7 +176,7 @@ class ChoiceSearch:
             return
         self.lower = max(self.lower, float(self._base.value[0]))
 
-    def bound(self, deadline: float | None) -> None:
+    def bound(self, deadline: Deadline | None) -> None:
         """Lower bound (Lagrangian) and upper bound (plans that fit every cap)."""
         if self._base is None and not self.proven:
             self.start()
@@ -219,12 +220,12 @@ class ChoiceSearch:
             self._subgradient(deadline, _SUBGRADIENT_STEPS)
             self._trim()
 
-    def _open(self, deadline: float | None) -> bool:
+    def _open(self, deadline: Deadline | None) -> bool:
         """Whether the bounds still leave a gap that more bounding might close."""
         return (self._gap() > 1e-9 and not _out(deadline) and self.sets is not None
                 and self.table.size > 0)
 
-    def _primal(self, scale: float, deadline: float | None) -> None:
+    def _primal(self, scale: float, deadline: Deadline | None) -> None:
         """M > 1: the relaxation charges lam a / M, blind to the longest stage, so its chains
         can all miss the budget. Chains priced at lam a instead (as if every stage's time
         added up: S <= b implies cycle <= b) are good plans for the upper bound; their values
@@ -238,7 +239,7 @@ class ChoiceSearch:
             if np.isfinite(tabs.value[i]):
                 self._offer_chain(tabs, i, deadline=deadline)
 
-    def _grid(self, lams: np.ndarray, deadline: float | None) -> Tables:
+    def _grid(self, lams: np.ndarray, deadline: Deadline | None) -> Tables:
         mult = Multipliers(lams, np.zeros((lams.size, self.relax.n_res)))
         tabs = self.relax.tables(mult)
         self.lower = max(self.lower, float(np.max(tabs.value)))
@@ -305,7 +306,7 @@ class ChoiceSearch:
         self.class_lb = self.class_lb[live]
         self._update_lower()
 
-    def _classes(self, deadline: float | None) -> bool:
+    def _classes(self, deadline: Deadline | None) -> bool:
         """M > 1: bound per class of the longest stage X (relax_v2): a partition of [0, a_max],
         each class with its own multiplier search, the classes the incumbent cannot rule out
         split again (their bound is the loosest where they are wide). False: not used (one
@@ -343,7 +344,7 @@ class ChoiceSearch:
         return True
 
     def _class_search(
-        self, floors: np.ndarray, taus: np.ndarray, deadline: float | None
+        self, floors: np.ndarray, taus: np.ndarray, deadline: Deadline | None
     ) -> Tables:
         """Each class's best lam (a geometric grid, refined once around its best point); the
         tables of that set per class, its chain offered as a plan."""
@@ -393,7 +394,7 @@ class ChoiceSearch:
             out[part] = self.relax.tables(mult).value.reshape(-1, g)
         return out
 
-    def _subgradient(self, deadline: float | None, steps: int) -> None:
+    def _subgradient(self, deadline: Deadline | None, steps: int) -> None:
         """Projected subgradient on (lam, mu), one run per live class side by side, in units
         where every constraint is relative (sum a / M over the class's budget - 1, units /
         count - 1), Polyak steps towards the best plan known."""
@@ -454,7 +455,7 @@ class ChoiceSearch:
 
     def _offer_chain(
         self, tabs: Tables, index: int, chosen: list[int] | None = None,
-        deadline: float | None = None,
+        deadline: Deadline | None = None,
     ) -> None:
         """A bound's chain as a plan: its own units if they fit the caps and the time budget,
         and (full search) its units re-chosen exactly for its assignment: upper bounds."""
@@ -607,7 +608,7 @@ class ChoiceSearch:
 
     # --- the exact DP -------------------------------------------------------------------
 
-    def solve(self, deadline: float | None) -> None:
+    def solve(self, deadline: Deadline | None) -> None:
         """The optimum over this placement (or BudgetReached with the bounds so far).
 
         The label DP first runs on the bounds of `bound` with a budget of labels; most
@@ -633,7 +634,7 @@ class ChoiceSearch:
         return (not self.fixed and self.relax.micro > 1 and self.sets is not None
                 and self.table.size > 0 and math.isfinite(self.best.cost))
 
-    def _rounds(self, capped: list[str], deadline: float | None, labels: int | None) -> None:
+    def _rounds(self, capped: list[str], deadline: Deadline | None, labels: int | None) -> None:
         """The label DP, caps tracked round by round (`capped` grows in place: a later call
         starts from the caps found so far, a valid start as any). `labels`: abandon
         (_Abandoned) once the pruning test has seen that many labels."""
@@ -650,7 +651,7 @@ class ChoiceSearch:
         while True:
             solution = LabelDP(
                 self.instance, candidates, capped, self.counts, self.rate, upper,
-                bound=keep, deadline=deadline,
+                bound=_timed(keep, deadline),
             ).solve()
             if solution is None:
                 self.proven = True
@@ -726,8 +727,25 @@ def allocate(instance: Instance, choice: object, chain: list[Options]) -> Soluti
     return search.best.solution
 
 
-def _out(deadline: float | None) -> bool:
-    return deadline is not None and time.perf_counter() > deadline
+def _out(deadline: Deadline | None) -> bool:
+    return passed(deadline)
+
+
+def _timed(keep: LabelBound | None, deadline: Deadline | None) -> LabelBound | None:
+    """`keep` (None: keep every label), raising BudgetReached once `deadline` passes. The
+    label DP checks its own deadline on the wall clock; it gets none, and the budget (CPU
+    seconds, budget.py) is checked here instead, each time it prunes a block of labels."""
+    if deadline is None:
+        return keep
+
+    def timed(lab: Labels, j: int, r: int, capped: Sequence[str]) -> np.ndarray:
+        if deadline.passed():
+            raise BudgetReached
+        if keep is None:
+            return np.ones(lab.size, dtype=bool)
+        return keep(lab, j, r, capped)
+
+    return timed
 
 
 def _overrun(solution: Solution, counts: dict[str, int]) -> set[str]:
@@ -743,8 +761,7 @@ def exact_v2(
     """The optimum of a version 2 instance (docs/schedulers.md), or with a budget that runs
     out, the best plan found with its certified gap."""
     report = progress or (lambda _: None)
-    started = time.perf_counter()
-    deadline = started + budget_s if budget_s is not None and math.isfinite(budget_s) else None
+    deadline = Deadline.after(budget_s)
     choices, reasons = server_choices(instance)
     report(Progress(0, 4, "pricing every candidate stage"))
     names = instance.resource_names
@@ -837,7 +854,7 @@ def _result(
         assert best.best.solution is not None
         return build_plan(instance, best.best.solution.runs, best.choice.server,  # type: ignore[attr-defined]
                           "exact", best.counts)
-    budget = f"the {budget_s:g} s time budget was reached"
+    budget = budget_reached(budget_s)
     lower = min(
         (s.best.cost if s.proven else s.lower) + s.server_cost for s in searches
     ) if searches else math.inf

@@ -9,8 +9,8 @@ far they are from feasible (see scoring.py).
 from __future__ import annotations
 
 import random
-import time
 
+from heterps_core.budget import Deadline, passed
 from heterps_core.costmodel import infeasible_plan
 from heterps_core.instance import Instance
 from heterps_core.plan import Plan
@@ -34,7 +34,7 @@ class GeneticScheduler(Scheduler):
     def solve(self, instance: Instance, progress: ProgressCallback) -> Plan:
         rng = random.Random(self.seed)
         generations = int(self.options.get("generations") or GENERATIONS)  # type: ignore[call-overload]
-        deadline = time.perf_counter() + self.budget_s if self.budget_s else None
+        deadline = Deadline.after(self.budget_s)  # CPU seconds (budget.py)
         scorer = AssignmentScorer(instance)
         names = instance.resource_names
         n = len(instance.layers)
@@ -51,7 +51,7 @@ class GeneticScheduler(Scheduler):
                 children.append(child)
             scored = _rank(scorer, children)
             progress(Progress(gen + 1, generations, "evolving", {"best_cost": scored[0][0].cost}))
-            if deadline and time.perf_counter() > deadline:
+            if passed(deadline):
                 break
         best_score, best = scored[0]
         plan = scorer.plan(best, self.name)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import itertools
 import random
-import time
 
+from heterps_core.budget import Deadline, passed
 from heterps_core.costmodel import infeasible_plan
 from heterps_core.instance import Instance
 from heterps_core.plan import Plan
@@ -30,7 +30,7 @@ class RandomScheduler(Scheduler):
     def solve(self, instance: Instance, progress: ProgressCallback) -> Plan:
         rng = random.Random(self.seed)
         samples = int(self.options.get("samples") or DEFAULT_SAMPLES)  # type: ignore[call-overload]
-        deadline = time.perf_counter() + self.budget_s if self.budget_s else None
+        deadline = Deadline.after(self.budget_s)  # CPU seconds (budget.py)
         scorer = AssignmentScorer(instance)
         best: list[str] | None = None
         best_score: Score | None = None
@@ -41,7 +41,7 @@ class RandomScheduler(Scheduler):
                 best, best_score = assignment, score
             if k % 200 == 0:
                 progress(Progress(k, samples, "sampling plans"))
-            if deadline and time.perf_counter() > deadline:
+            if passed(deadline):
                 break
         assert best is not None
         plan = scorer.plan(best, self.name)

@@ -113,7 +113,7 @@ def test_integer_programme_is_optimal_or_labelled(monkeypatch: pytest.MonkeyPatc
 def test_scheduler_has_a_default_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(exact_module, "DEFAULT_BUDGET_S", 1e-9)
     plan = create("exact").plan(stress_instance(0, 64, 8))
-    assert plan.notes and "1e-09 s time budget was reached" in plan.notes[0]
+    assert plan.notes and "1e-09 CPU-s budget was reached" in plan.notes[0]
     # an explicit budget wins, inf means none
     assert not create("exact", budget_s=float("inf")).plan(stress_instance(0, 64, 8)).notes
 
