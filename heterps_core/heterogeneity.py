@@ -1,10 +1,13 @@
 """Does heterogeneity pay? A plan's cost against the best homogeneous plan, and why.
 
 A homogeneous plan runs every stage *and* the parameter server on one resource type: the
-instance restricted to that type (its compute figures, its count; the server role only if
-the type may host it, otherwise the tables stay with the stage as without a server). Each
-type's plan is the exact optimum of its restricted instance, priced by the same cost model
-and solver as the plan it is compared with, at the same target and sync mode.
+instance restricted to that type (its compute figures, its count, the server role on it
+alone). Where the instance has a server role, a type that may not host the server has no
+homogeneous plan: the instance's tables live on the shards, and planning it without them
+would price a plan the instance itself does not allow. The single-type plans are thus plans
+of the same instance, so the exact optimum is never dearer than the best of them. Each is
+the exact optimum of its restricted instance, priced by the same cost model and solver as
+the plan it is compared with, at the same target and sync mode.
 
 `ratio` = the best homogeneous plan's $/h over the plan's: 1.6 means the plan is 1.6x
 cheaper than running on any single type; 1.0 for a plan that is itself homogeneous and
@@ -18,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from heterps_core.costmodel import ChainCosts, infeasible_plan, is_better
-from heterps_core.costmodel_v2 import StageTerms
+from heterps_core.costmodel_v2 import StageTerms, server_need
 from heterps_core.instance import Instance
 from heterps_core.plan import Plan, Stage
 
@@ -42,15 +45,17 @@ def single_type_instance(instance: Instance, resource: str) -> Instance | str:
             return f"layer {layer['name']} cannot run on {resource}"
         layer["compute_s"] = {resource: layer["compute_s"][resource]}
     server = data.get("parameter_server")
-    if server is not None:
-        if resource in server["hosts"]:
-            row_s = server.get("row_s", {})
-            data["parameter_server"] = {
-                "hosts": [resource],
-                "row_s": {resource: row_s[resource]} if resource in row_s else {},
-            }
-        else:  # a type that cannot host the server keeps the tables with its stage
-            del data["parameter_server"]
+    if server is not None and server_need(instance) is None:
+        del data["parameter_server"]  # nothing to serve: any type will do
+    elif server is not None:
+        if resource not in server["hosts"]:
+            return (f"{resource} cannot host the parameter server (hosts: "
+                    f"{', '.join(server['hosts'])})")
+        row_s = server.get("row_s", {})
+        data["parameter_server"] = {
+            "hosts": [resource],
+            "row_s": {resource: row_s[resource]} if resource in row_s else {},
+        }
     return Instance.from_dict(data)
 
 
