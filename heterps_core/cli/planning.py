@@ -47,10 +47,23 @@ def add_sync_arguments(parser: argparse.ArgumentParser) -> None:
         "--micro-batches", type=int, dest="micro_batches",
         help="micro-batches per mini-batch the plan is priced for (cost model v2)",
     )
+    parser.add_argument(
+        "--precision", metavar="fp32|tf32|amp",
+        help="train every GPU type at this precision: their estimated figures re-priced from "
+             "the profile beside the instance (INSTANCE.provenance.json). Default: each "
+             "type's own (tf32 on A10G/A100/H100, fp32 on V100/T4)",
+    )
 
 
 def sync_variants(instance: Instance, args: argparse.Namespace) -> list[Instance]:
-    """The instance(s) to plan: as is, or under v2 for the sync mode(s) asked for."""
+    """The instance(s) to plan: as is, or under v2 for the sync mode(s) asked for (at the
+    --precision asked for, if any)."""
+    if getattr(args, "precision", None):
+        from heterps_core.hardware.precision import at_precision, load_provenance
+
+        instance, notes = at_precision(instance, load_provenance(args.instance), args.precision)
+        for note in notes:
+            print(f"--precision {args.precision}: {note}", file=sys.stderr)
     sync, micro = getattr(args, "sync", None), getattr(args, "micro_batches", None)
     if micro is not None and micro < 1:
         raise InstanceError("--micro-batches", f"must be at least 1, got {micro}")
