@@ -55,11 +55,10 @@ class ChainLayer(nn.Module):
 
     def run(self, context: Context) -> Context:
         """This layer's outputs by name, reading its inputs from `context`."""
-        out = self(*(context[name] for name in self.reads))
-        names = list(self.writes)
-        if len(names) == 1:
-            return {names[0]: out}
-        return dict(zip(names, out, strict=True))
+        out = self(*[context[name] for name in self.reads])
+        if len(self.writes) == 1:
+            return {next(iter(self.writes)): out}
+        return dict(zip(self.writes, out, strict=True))
 
 
 class ChainError(ValueError):
