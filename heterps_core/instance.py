@@ -60,6 +60,7 @@ _LAYER_FIELDS = {
     "sync_mb": True,
     "memory_gb": True,
     "shardable": True,
+    "compute_spread": False,  # optional, v1 and v2: see Layer.compute_spread
 }
 _LAYER_FIELDS_V2 = {
     **_LAYER_FIELDS,
@@ -131,6 +132,10 @@ class Layer:
     sparse_pull_mb: float = 0.0
     sparse_push_mb: float = 0.0
     sparse_rows: float = 0.0
+    # Optional: per resource, how far its compute_s could be off as measured, the median's
+    # relative 95% half-width (docs/cost-model.md, "Spread"); no entry: not known. The cost
+    # model never reads it; `heterps_core.throughput_band` turns it into a plan's band.
+    compute_spread: dict[str, float] = field(default_factory=dict)
 
     @property
     def is_sparse(self) -> bool:
@@ -148,6 +153,7 @@ class Layer:
             "sync_mb": self.sync_mb,
             "memory_gb": self.memory_gb,
             "shardable": self.shardable,
+            **({"compute_spread": dict(self.compute_spread)} if self.compute_spread else {}),
         }
 
     def to_dict_v2(self) -> dict[str, Any]:
@@ -427,9 +433,21 @@ def _parse_layers(raw: Any, resource_names: set[str], v2: bool = False) -> tuple
                 sparse_rows=non_negative_number(
                     item.get("sparse_rows", 0.0), f"{where}.sparse_rows"
                 ),
+                compute_spread=_parse_spread(item.get("compute_spread", {}), compute_s, where),
             )
         )
     return tuple(layers)
+
+
+def _parse_spread(raw: Any, compute_s: dict[str, float], where: str) -> dict[str, float]:
+    """Optional per-resource spreads of a layer's compute_s, as fractions. An entry for a
+    figure the layer does not have is dropped: a copy restricted to fewer resources keeps
+    its spreads valid."""
+    where = f"{where}.compute_spread"
+    if not isinstance(raw, dict):
+        raise InstanceError(where, "must be an object of resource name -> fraction")
+    return {res: non_negative_number(value, f"{where}.{res}")
+            for res, value in raw.items() if res in compute_s}
 
 
 def _reject_constant(name: str) -> float:

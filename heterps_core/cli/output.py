@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from heterps_core import provenance
 from heterps_core.instance import Instance
 from heterps_core.plan import Plan
+from heterps_core.throughput_band import throughput_band
 
 if TYPE_CHECKING:
     from heterps_core.explain import Explanation
@@ -31,6 +32,9 @@ def plan_json(instance: Instance, plan: Plan,
     asked, the plan against the best homogeneous plan."""
     data = plan.to_dict()
     data["provenance"] = provenance.to_json(provenance.of_plan(instance, plan))
+    band = throughput_band(instance, plan)  # how far the figures' spread could move it
+    if band is not None:
+        data["throughput_band"] = band.to_dict()
     if heterogeneity is not None:
         data["heterogeneity"] = heterogeneity.to_dict()
     return data
@@ -73,6 +77,8 @@ def format_plan(instance: Instance, plan: Plan) -> str:
         + (f"   total ${plan.total_cost:,.2f} for {plan.hours:,.2f} h (estimate)"
            if plan.total_cost is not None and plan.hours is not None else "")
     )
+    band = throughput_band(instance, plan)
+    lines += [band.describe()] if band is not None else []
     lines += [f"note: {note}" for note in plan.notes]
     lines += format_provenance(instance, plan)
     return "\n".join(lines)

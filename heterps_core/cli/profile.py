@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from heterps_core.hardware import Catalogue
     from heterps_core.profiler import ModelProfile
     from heterps_core.profiler.local import LocalMeasure
+    from heterps_core.profiler.measure import CpuUse, Precision
 
 
 class ProgressBar:
@@ -66,7 +67,15 @@ class ProfileCommand(Command):
                             help="default: the model's own")
         parser.add_argument("--warmup", type=int, default=3)
         parser.add_argument("--repeats", type=argument("repeats"), default=10,
-                            help="timed runs per layer")
+                            help="timed runs per layer at least (more until --spread)")
+        parser.add_argument("--spread", type=float, default=0.03, metavar="FRACTION",
+                            help="repeat each figure until its median is known within +- "
+                                 "this fraction (95%% confidence; default 0.03)")
+        parser.add_argument("--max-repeats", type=int, default=100, metavar="N",
+                            help="at most this many timed runs per figure (default 100)")
+        parser.add_argument("--force", action="store_true",
+                            help="store figures timed while other processes held the cores "
+                                 "(refused otherwise), labelled as measured under load")
         parser.add_argument("--clock", default="wall", choices=("wall", "cpu"),
                             help="wall: elapsed time; cpu: this thread's CPU time, immune to "
                                  "other processes on a shared machine (needs --threads 1)")
@@ -115,10 +124,18 @@ class ProfileCommand(Command):
             from heterps_core.hardware.catalogue import with_precision
 
             catalogue = with_precision(catalogue, args.gpu_precision)
-        profile = _profile(args)
         from heterps_core.profiler.instance_builder import build_instance
+        from heterps_core.profiler.measure import repeat_until_known
 
-        local = _local(args, profile) if args.include_local else None
+        with repeat_until_known(_precision(args)):
+            profile = _profile(args)
+            if profile.layers[0].time.clock == "wall":  # a cpu clock is immune to the load
+                _check_load("timing the layers", profile.cpu_use, args.force)
+            local = _local(args, profile) if args.include_local else None
+            if local is not None:
+                _check_load(f"timing local-1..local-{args.include_local}", local.cpu_use,
+                            args.force)
+        print(format_measured(profile, local), file=sys.stderr)
         built = build_instance(profile, catalogue, args.target, args.samples, args.device_kind,
                                local=local, local_types=args.include_local)
         text = built.instance.to_json() + "\n"
@@ -149,7 +166,61 @@ def _local(args: argparse.Namespace, profile: ModelProfile) -> LocalMeasure:
         args.seed, optimizer=profile.optimizer,
     )
     gbps = loopback_gbps(max(steps.outputs_mb[:-1] or (0.0,)) or 1.0)
-    return LocalMeasure(steps.seconds, gbps, args.threads, utc_now(), steps.rows, steps.row_s)
+    return LocalMeasure(steps.seconds, gbps, args.threads, utc_now(), steps.rows, steps.row_s,
+                        steps.spreads, steps.cpu_use, steps.repeats)
+
+
+def _precision(args: argparse.Namespace) -> Precision:
+    from heterps_core.profiler.measure import Precision
+
+    if not 0 < args.spread < 1:
+        raise HeterPSError(f"--spread must be a fraction between 0 and 1, got {args.spread:g}")
+    if args.max_repeats < args.repeats:
+        raise HeterPSError(f"--max-repeats ({args.max_repeats}) must be at least --repeats "
+                           f"({args.repeats})")
+    return Precision(args.spread, args.max_repeats)
+
+
+def _check_load(what: str, use: CpuUse | None, force: bool) -> None:
+    """Refuse figures timed while other processes held the cores, unless forced."""
+    if use is None or not use.under_load:
+        return
+    if force:
+        print(f"warning: while {what}, {use.describe()}; stored anyway (--force), the "
+              "instance's name says so", file=sys.stderr)
+        return
+    raise HeterPSError(
+        f"refusing to store this profile: while {what}, {use.describe()}, so its figures "
+        "would be too slow. Profile on a quiet machine, or pass --force to store them "
+        "labelled as measured under load"
+    )
+
+
+def format_measured(profile: ModelProfile, local: LocalMeasure | None) -> str:
+    """Each measured figure with its spread and repeats, and how much of the cores was ours."""
+    lines = [f"measured on {profile.device.label}: median ms per batch, +- its 95% spread"]
+    head = f"  {'layer':<16} {'profiled':>10} {'spread':>7} {'runs':>5}"
+    if local is not None:
+        head += f" {'as a stage':>11} {'spread':>7} {'runs':>5}"
+    lines.append(head)
+    for i, layer in enumerate(profile.layers):
+        t = layer.time
+        row = f"  {layer.name:<16.16} {t.median_s * 1e3:>10.3f} {_pm(t.median_spread):>7} " \
+              f"{t.repeats:>5}"
+        if local is not None:
+            spread = local.spreads[i] if local.spreads else None
+            row += f" {local.seconds[i] * 1e3:>11.3f} {_pm(spread):>7} {local.repeats:>5}"
+        lines.append(row)
+    for what, use in (("timing the layers", profile.cpu_use),
+                      ("timing the stages", local.cpu_use if local else None)):
+        if use is not None:
+            label = "UNDER LOAD" if use.under_load else "ok"
+            lines.append(f"  while {what}: {use.describe()} - {label}")
+    return "\n".join(lines)
+
+
+def _pm(spread: float | None) -> str:
+    return "?" if spread is None else f"+-{spread:.1%}"
 
 
 def _catalogue(path: str | None) -> Catalogue:

@@ -21,6 +21,13 @@ from heterps_core.profiler.result import LayerProfile, ModelProfile
 from heterps_core.provenance import Tier, summarise
 
 
+def under_load_label(held: float) -> str:
+    """Appended to the name of an instance whose figures were timed while other processes
+    held more of the cores than HELD_LIMIT (the CLI stores those only with `--force`; the web
+    labels them)."""
+    return f" (measured under load: {held:.0%} of the cores held by others)"
+
+
 @dataclass(frozen=True)
 class Figure:
     """One compute_s entry and where it comes from."""
@@ -112,10 +119,25 @@ def build_instance(
         data["samples"] = samples
     if local is not None:
         _add_local(data, profile, local, local_types, figures)
+    _add_spreads(data, figures)
+    uses = [u for u in (profile.cpu_use, local.cpu_use if local else None) if u is not None]
+    if any(u.under_load for u in uses):
+        data["name"] += under_load_label(max(u.held for u in uses))
     records = summarise(f.to_dict() for f in figures)  # each type's tier, in the instance
     for resource in data["resources"]:
         resource["provenance"] = records[resource["name"]].to_dict()
     return BuiltInstance(Instance.from_dict(data), profile, catalogue, tuple(figures))
+
+
+def _add_spreads(data: dict[str, Any], figures: list[Figure]) -> None:
+    """Each layer's optional compute_spread: the median's spread of the measurement behind
+    each figure (an estimate scaled from a measurement inherits it; an estimate from
+    operator counts alone has none, its error is the validation's band)."""
+    layers = {item["name"]: item for item in data["layers"]}
+    for fig in figures:
+        spread = fig.detail.get("median_spread")
+        if spread is not None:
+            layers[fig.layer].setdefault("compute_spread", {})[fig.resource] = spread
 
 
 def _add_local(
@@ -127,8 +149,9 @@ def _add_local(
     local_resources = local.resources(n, memory_gb())
     data["resources"] += local_resources
     rows = local.rows or (0.0,) * len(profile.layers)
-    for layer, item, seconds, n_rows in zip(profile.layers, data["layers"], local.seconds, rows,
-                                            strict=True):
+    spreads = local.spreads or (None,) * len(profile.layers)
+    for layer, item, seconds, n_rows, spread in zip(profile.layers, data["layers"],
+                                                    local.seconds, rows, spreads, strict=True):
         # The profiler counts each touched row twice: pulled once, pushed back once.
         item["sparse_pull_mb"] = layer.sparse_bytes / 2 / 1e6
         item["sparse_push_mb"] = layer.sparse_bytes / 2 / 1e6
@@ -139,7 +162,9 @@ def _add_local(
                 layer.name, res["name"], seconds, "measured", "this machine", local.measured_at,
                 {"threads": local.threads, "what": "forward + backward + the dense optimiser's "
                  "step, first layer incl. producing the batch, sparse layers through the "
-                 "remote-table path (the shard's part apart), median of the batches timed"},
+                 "remote-table path (the shard's part apart), median of the batches timed",
+                 "median_spread": spread, "repeats": local.repeats,
+                 "cpu_use": local.cpu_use.to_dict() if local.cpu_use else None},
             ))
     data["parameter_server"] = {
         "hosts": [r["name"] for r in data["resources"] if r["kind"] == "cpu"],
@@ -165,4 +190,5 @@ def _figure(
     est = estimate(layer.time.median_s, layer.ops, profile.reference, rates_of(kind))
     detail = est.to_dict()
     detail["reference_measured_at"] = profile.measured_at
+    detail["median_spread"] = layer.time.median_spread  # scaled from it, it moves with it
     return Figure(layer.name, resource, est.seconds, "estimated", resource, utc_now(), detail)

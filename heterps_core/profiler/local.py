@@ -26,6 +26,8 @@ from typing import Any
 
 import torch
 
+from heterps_core.profiler.measure import CpuUse, current_precision, median_spread, usable_threads
+
 
 @dataclass(frozen=True)
 class LocalMeasure:
@@ -35,6 +37,13 @@ class LocalMeasure:
     measured_at: str
     rows: tuple[float, ...] = ()  # distinct sparse rows per batch, per layer
     row_s: float = 0.0  # the server's seconds per row (StepTimes.row_s)
+    spreads: tuple[float | None, ...] = ()  # per layer: the median's relative 95% half-width
+    cpu_use: CpuUse | None = None  # the process's CPU time against the cores' while timing
+    repeats: int = 0  # mini-batches timed
+
+    @property
+    def under_load(self) -> bool:
+        return self.cpu_use is not None and self.cpu_use.under_load
 
     def resources(self, n: int, memory_gb: float) -> list[dict[str, Any]]:
         count = max(1, (os.cpu_count() or 1) // self.threads)
@@ -70,6 +79,9 @@ class StepTimes:
     outputs_mb: tuple[float, ...]
     rows: tuple[float, ...]
     row_s: float
+    spreads: tuple[float | None, ...] = ()  # per layer: the median's relative 95% half-width
+    cpu_use: CpuUse | None = None  # over the timed mini-batches
+    repeats: int = 0  # mini-batches timed (more than asked under `repeat_until_known`)
 
 
 def runtime_step_seconds(
@@ -91,7 +103,9 @@ def runtime_steps(
     """Per layer forward + backward + the dense optimiser's step, the first layer also
     producing the batch; with a server, sparse layers through the runtime's remote-table path
     (collect the ids, pull the distinct rows from a real shard in this process, look up,
-    push one gradient row per distinct row), the shard's time kept apart as `row_s`."""
+    push one gradient row per distinct row), the shard's time kept apart as `row_s`.
+    `repeats` mini-batches are timed, more under `measure.repeat_until_known` (until every
+    layer's median is known within the target, or the cap)."""
     from heterps_core.ps.optim import get, parse
     from heterps_core.runtime.models import resolve_model
 
@@ -111,7 +125,12 @@ def runtime_steps(
         rows = [0.0] * len(layers)
         per_row: list[tuple[float, float]] = []  # (server seconds, rows) per mini-batch
         outputs = [0.0] * len(layers)
-        for step in range(repeats + 2):  # two warm-up batches
+        precision = current_precision(repeats)
+        use = CpuUse(0.0, 0.0, 0.0)
+        cores = usable_threads()
+        step = 0
+        while not all(precision.done(t[2:], repeats) for t in times):  # two warm-up batches
+            wall0, cpu0 = time.perf_counter(), time.process_time()
             t_data = time.perf_counter()
             inputs, labels = next(batches)
             data_s = time.perf_counter() - t_data
@@ -141,23 +160,29 @@ def runtime_steps(
                     n_rows = float(sum(r.ids.numel() for r in pulled))
                     served_rows += n_rows
                     if step >= 2:
-                        rows[i] += n_rows / repeats
+                        rows[i] += n_rows
                 outputs[i] = y.numel() * y.element_size() / 1e6
                 x = y
             if served_rows:
                 per_row.append((served, served_rows))
+            if step >= 2:
+                wall = time.perf_counter() - wall0
+                use = use + CpuUse(time.process_time() - cpu0, wall, wall * cores)
+            step += 1
+        timed = step - 2
         if server is not None and min(server.by_layer, default=None) == 0:
             # The server's side alone for the rest of SERVER_BATCHES mini-batches: the share
             # of rows touched for the first time (dearer: created, then updated) falls as a
             # run goes on, so row_s is the mean over a run of that length, warm-up included.
-            for step in range(repeats + 2, SERVER_BATCHES):
+            for later in range(step, SERVER_BATCHES):
                 inputs, _ = next(batches)
-                per_row.append(server.serve_only(inputs, layers, step))
+                per_row.append(server.serve_only(inputs, layers, later))
         served_s = sum(seconds for seconds, _ in per_row)
         served_n = sum(n for _, n in per_row)
         return StepTimes(
-            tuple(statistic(t[2:]) for t in times), tuple(outputs), tuple(rows),
-            served_s / served_n if served_n else 0.0,
+            tuple(statistic(t[2:]) for t in times), tuple(outputs),
+            tuple(r / timed for r in rows), served_s / served_n if served_n else 0.0,
+            tuple(median_spread(sorted(t[2:])) for t in times), use, timed,
         )
     finally:
         torch.set_num_threads(previous)

@@ -11,7 +11,7 @@ from typing import Any
 
 from heterps_core.hardware.roofline import DeviceRates, OpCount
 from heterps_core.profiler.calibrate import DeviceInfo
-from heterps_core.profiler.measure import Measurement
+from heterps_core.profiler.measure import CpuUse, Measurement
 
 
 @dataclass(frozen=True)
@@ -87,6 +87,18 @@ class ModelProfile:
     def total_s(self) -> float:
         return sum(layer.time.median_s for layer in self.layers)
 
+    @property
+    def cpu_use(self) -> CpuUse | None:
+        """The process's CPU time against the cores' time over every timed call (None on a
+        GPU, or for profiles stored before it was taken)."""
+        return CpuUse.total([layer.time.cpu_use for layer in self.layers])
+
+    @property
+    def under_load(self) -> bool:
+        """Timed while other processes held more of the cores than `HELD_LIMIT` allows."""
+        use = self.cpu_use
+        return use is not None and use.under_load
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "model": self.model,
@@ -99,6 +111,9 @@ class ModelProfile:
             "optimizer": self.optimizer,
             "rows_cap": self.rows_cap,
             "layers": [layer.to_dict() for layer in self.layers],
+            # Derived from the layers' figures (never read back): the load label at a glance.
+            "cpu_use": self.cpu_use.to_dict() if self.cpu_use else None,
+            "under_load": self.under_load,
         }
 
     @classmethod

@@ -397,6 +397,17 @@ def explanation(result: PlanResult) -> dict[str, Any]:
     return data
 
 
+def throughput_band(result: PlanResult) -> str | None:
+    """How far the plan's throughput could move with its figures' measured spread (one line,
+    heterps_core/throughput_band.py), or None when none of them has one."""
+    from heterps_core.throughput_band import throughput_band as band_of
+
+    if not result.feasible or not result.plan:
+        return None
+    band = band_of(Instance.from_dict(result.instance), Plan.from_dict(result.plan))
+    return band.describe() if band is not None else None
+
+
 def stage_rows(result: PlanResult) -> list[dict[str, Any]]:
     instance = result.instance
     resources = {r["name"]: r for r in instance["resources"]}

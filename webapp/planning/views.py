@@ -158,6 +158,7 @@ def _result_context(request: HttpRequest, plan_result: PlanResult, form: WhatIfF
         "project": plan_result.project,
         "plan": plan_result.plan or {},
         "stages": services.stage_rows(plan_result),
+        "band": services.throughput_band(plan_result),
         "explanation": services.explanation(plan_result),
         "resources": plan_result.instance["resources"],
         "form": form,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
@@ -34,12 +36,18 @@ class ResourceProfileSerializer(serializers.ModelSerializer):
 class ProfileRunSerializer(serializers.ModelSerializer):
     results = LayerResultSerializer(many=True, read_only=True)
     origins = ResourceProfileSerializer(many=True, read_only=True)
+    measurement = serializers.SerializerMethodField(
+        help_text="this machine's figures with their spread (the median's relative 95% "
+                  "half-width) and runs, and whether they were measured under load")
 
     class Meta:
         model = ProfileRun
         fields = ["id", "project", "model", "work", "batch_size", "repeats", "device",
-                  "measured_at", "created_at", "results", "origins"]
+                  "measured_at", "created_at", "results", "origins", "measurement"]
         read_only_fields = fields
+
+    def get_measurement(self, run: ProfileRun) -> dict[str, Any] | None:
+        return services.measurement(run)
 
 
 class StartProfileSerializer(serializers.Serializer):

@@ -8,6 +8,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 
 from heterps_core.profiler import ProfileOptions
+from heterps_core.profiler.measure import repeat_until_known
 from webapp.background.context import WorkContext
 from webapp.background.kinds import WorkKind, register
 from webapp.modelzoo import loading
@@ -35,8 +36,10 @@ class ProfileKind(WorkKind):
         run = ProfileRun.objects.select_related("model").get(pk=ctx.params["run"])
         timeout_s = remote.agent_timeout_s()  # a bad setting fails before anything is timed
         options = ProfileOptions(threads=THREADS, warmup=1, repeats=run.repeats)
-        # Zoo entries and allow-listed factories only (webapp/modelzoo/loading.py).
-        profile = loading.profile(run.model, options, run.batch_size, ctx.progress)
+        # Zoo entries and allow-listed factories only (webapp/modelzoo/loading.py); each
+        # figure repeated past run.repeats until its spread is known (profiler/measure.py).
+        with repeat_until_known():
+            profile = loading.profile(run.model, options, run.batch_size, ctx.progress)
         run = services.record_profile(run.pk, profile)
         # The roofline for every type is stored first: whatever the agents do, each type
         # has figures, and a measured answer replaces its type's estimate.

@@ -27,11 +27,13 @@ from django.utils import timezone
 from heterps_core.instance import Instance
 from heterps_core.profiler import ProfileOptions
 from heterps_core.profiler.instance_builder import BuiltInstance, Figure
+from heterps_core.profiler.measure import repeat_until_known
 from heterps_core.profiler.result import ModelProfile
 from heterps_core.progress import Progress, no_progress
 from webapp.background.context import WorkCancelled, WorkContext
 from webapp.catalogue.models import ResourceType
 from webapp.profiling.models import LayerResult, Origin, ProfileRun, ResourceProfile, Source
+from webapp.profiling.services import load_note
 from workers import agents
 
 DEFAULT_TIMEOUT_S = 300.0
@@ -188,7 +190,8 @@ def _profile_here(origin: ResourceProfile, run: ProfileRun) -> ModelProfile:
     kind = origin.resource_type.kind if origin.resource_type else "cpu"
     options = ProfileOptions(device=_device(kind), threads=_threads(), warmup=1,
                              repeats=run.repeats)
-    profile = loading.profile(run.model, options, run.batch_size, no_progress)
+    with repeat_until_known():  # as on the server (profile_kind.py)
+        profile = loading.profile(run.model, options, run.batch_size, no_progress)
     expected = [layer["name"] for layer in cast(dict[str, Any], run.profile or {})
                 .get("layers", [])]
     got = [layer.name for layer in profile.layers]
@@ -245,7 +248,7 @@ def record_measured(origin_id: int, profile: ModelProfile, host: str) -> bool:
         origin.origin, origin.host = Origin.MEASURED, host[:200]
         origin.device, origin.measured_at = profile.device.label[:120], at
         origin.profile = profile.to_dict()
-        origin.note = f"measured on {host} ({profile.device.label})"
+        origin.note = f"measured on {host} ({profile.device.label})" + load_note(profile)
         origin.save(update_fields=["origin", "host", "device", "measured_at", "profile", "note"])
         # In place (same ids): the layer table orders its columns by the rows' ids.
         rows = LayerResult.objects.filter(run_id=origin.run_id, resource=origin.resource)
@@ -286,4 +289,8 @@ def with_agent_figures(run_id: int, built: BuiltInstance) -> BuiltInstance:
             figure = seconds.get((layer["name"], resource))
             if figure is not None:
                 layer["compute_s"][resource] = figure.seconds
+                spreads = layer.setdefault("compute_spread", {})  # the agent's, not the server's
+                spreads.pop(resource, None)
+                if figure.detail.get("median_spread") is not None:
+                    spreads[resource] = figure.detail["median_spread"]
     return BuiltInstance(Instance.from_dict(data), built.profile, built.catalogue, figures)

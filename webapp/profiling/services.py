@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from heterps_core.profiler.instance_builder import build_instance
+from heterps_core.profiler.measure import Measurement
 from heterps_core.profiler.result import ModelProfile
 from webapp.background.services import start_work
 from webapp.catalogue.models import ResourceType
@@ -93,6 +94,38 @@ def layer_chart(table: dict[str, Any]) -> dict[str, Any]:
             "layers": [row["layer"] for row in table["rows"]],
             "seconds": [[cell["seconds"] if cell else None for cell in row["cells"]]
                         for row in table["rows"]]}
+
+
+def load_note(profile: ModelProfile) -> str:
+    """'' or why a profile's figures are labelled as measured under load."""
+    use = profile.cpu_use
+    if use is None or not use.under_load:
+        return ""
+    return f"; measured under load: {use.describe()}"
+
+
+def measurement(run: ProfileRun) -> dict[str, Any] | None:
+    """This machine's measurement of a done run: each layer's median with its spread (the
+    median's relative 95% half-width; None for runs stored before it was kept) and runs, and
+    how much of the cores other processes held meanwhile."""
+    if run.profile is None:
+        return None
+    profile = ModelProfile.from_dict(run.profile)
+    use = profile.cpu_use
+    return {
+        "under_load": profile.under_load,
+        "held": use.held if use is not None else None,
+        "load": load_note(profile).removeprefix("; "),
+        "layers": [_measured_row(layer.name, layer.time) for layer in profile.layers],
+        "held_label": f"{use.held:.0%}" if use is not None else "",
+    }
+
+
+def _measured_row(name: str, time: Measurement) -> dict[str, Any]:
+    spread = time.median_spread
+    return {"layer": name, "median_s": time.median_s, "median_spread": spread,
+            "repeats": time.repeats, "median_ms": time.median_s * 1e3,
+            "spread_pct": None if spread is None else spread * 100}
 
 
 def _measured(run: ProfileRun, profile: ModelProfile) -> list[LayerResult]:

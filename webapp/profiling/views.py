@@ -43,6 +43,7 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
         "can_edit": can(request.user, run.project_id, Action.EDIT),
         "table": table,
         "origins": list(run.origins.order_by("id")),
+        "measurement": services.measurement(run),
         "chart": services.layer_chart(table),
     }
     return render(request, "profiling/detail.html", context)

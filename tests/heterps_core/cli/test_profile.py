@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import textwrap
+import time
 
 import pytest
 import torch
@@ -12,7 +15,8 @@ from heterps_core import schedulers
 from heterps_core.cli import main
 from heterps_core.instance import Instance
 
-FAST = ["--threads", "1", "--warmup", "1", "--repeats", "2"]
+# --force: these tests check other things, on a shared machine whose cores others may hold.
+FAST = ["--threads", "1", "--warmup", "1", "--repeats", "2", "--force"]
 
 
 @pytest.fixture(autouse=True)
@@ -77,6 +81,9 @@ def test_list_names_every_zoo_model(capsys):
         (["--import", "json:loads", "--target", "1"], "--import needs --example-input"),
         (["--import", "nowhere_pkg:make", "--example-input", "float32[2,2]", "--target", "1"],
          "cannot import 'nowhere_pkg'"),
+        (["ctr_dnn", "--target", "1", "--spread", "2"], "--spread must be a fraction"),
+        (["ctr_dnn", "--target", "1", "--repeats", "20", "--max-repeats", "5"],
+         "--max-repeats (5) must be at least --repeats (20)"),
     ],
 )
 def test_errors_are_messages_not_tracebacks(args, message, capsys):
@@ -130,3 +137,52 @@ def test_catalogue_to_stdout(capsys):
     assert main(["catalogue"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["version"] == 1 and len(data["resources"]) >= 6
+
+
+@pytest.fixture
+def two_cpu_hogs():
+    """Two busy processes: with the profile's one thread, three want the machine's cores."""
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    time.sleep(0.5)
+    yield
+    for hog in hogs:
+        hog.kill()
+        hog.wait()
+
+
+TIMED = ["ctr_dnn", "--size", "tiny", "--batch-size", "64", "--threads", "1", "--warmup", "1",
+         "--repeats", "6", "--max-repeats", "30", "--target", "1000"]
+
+
+def test_profile_refuses_figures_timed_while_others_held_the_cores(tmp_path, capsys,
+                                                                   two_cpu_hogs):
+    out = tmp_path / "instance.json"
+    assert main(["profile", *TIMED, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "refusing to store this profile" in err and "of the cores' time" in err
+    assert "--force" in err and "Traceback" not in err
+    assert not out.exists()
+    assert main(["profile", *TIMED, "--out", str(out), "--force"]) == 0
+    err = capsys.readouterr().err
+    assert "UNDER LOAD" in err and "stored anyway (--force)" in err
+    instance = Instance.load(out)
+    assert "(measured under load:" in instance.name
+    provenance = json.loads((tmp_path / "instance.provenance.json").read_text())
+    assert provenance["profile"]["under_load"] is True
+    assert provenance["profile"]["cpu_use"]["held"] > 0.15
+
+
+def test_profile_shows_and_stores_each_figures_spread(tmp_path, capsys):
+    out = tmp_path / "instance.json"
+    assert main(["profile", *TIMED, "--spread", "0.5", "--include-local", "1",
+                 "--out", str(out), "--force"]) == 0
+    err = capsys.readouterr().err
+    assert "median ms per batch, +- its 95% spread" in err
+    instance = Instance.load(out)
+    profile = json.loads((tmp_path / "instance.provenance.json").read_text())["profile"]
+    for layer, timed in zip(instance.layers, profile["layers"], strict=True):
+        spread = timed["time"]["median_spread"]
+        assert 6 <= timed["time"]["repeats"] <= 30 and spread is not None
+        assert f"+-{spread:.1%}" in err  # the CLI shows the stored figure
+        assert layer.compute_spread["local-1"] >= 0
+        assert layer.compute_spread["cpu-c6i.8xlarge"] == spread  # scaled from it

@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -8,6 +10,8 @@ from heterps_core.hardware import default_catalogue
 from heterps_core.instance import Instance
 from heterps_core.profiler import ProfileError, ProfileOptions, profile_zoo_model
 from heterps_core.profiler.instance_builder import build_instance
+from heterps_core.profiler.local import LocalMeasure
+from heterps_core.profiler.measure import CpuUse, Precision, repeat_until_known
 
 
 @pytest.fixture(scope="module")
@@ -107,3 +111,59 @@ def test_gpu_estimates_follow_the_precision_and_ignore_the_cpu_time(profile):
     slow = build_instance(replace(profile, layers=slow_layers), catalogue, 50_000).instance
     assert slow.layers[2].compute_s["gpu-a100"] == fc2_tf32["gpu-a100"]
     assert slow.layers[2].compute_s["cpu-c6i.8xlarge"] > 5 * fc2_fp32["cpu-c6i.8xlarge"]
+
+
+@pytest.fixture(scope="module")
+def known_profile():
+    """A profile whose figures were repeated until their spread is known."""
+    torch.set_num_threads(1)
+    with repeat_until_known(Precision(target=0.5, max_repeats=20)):
+        return profile_zoo_model("ctr_dnn", ProfileOptions(threads=1, warmup=1, repeats=6),
+                                 size="tiny", batch_size=64)
+
+
+def test_measured_figures_carry_their_spread_into_the_instance(known_profile):
+    built = build_instance(known_profile, default_catalogue(), 1000,
+                           measured_kind="cpu-c6i.8xlarge")
+    for layer, timed in zip(built.instance.layers, known_profile.layers, strict=True):
+        assert timed.time.median_spread is not None
+        # measured here, and CPU estimates scaled from that measurement, carry its spread;
+        # GPU estimates from operator counts alone do not
+        assert layer.compute_spread["cpu-c6i.8xlarge"] == timed.time.median_spread
+        assert layer.compute_spread["cpu-r6i.8xlarge"] == timed.time.median_spread
+        assert not any(name.startswith("gpu-") for name in layer.compute_spread)
+    again = Instance.from_dict(built.instance.to_dict())
+    assert [lyr.compute_spread for lyr in again.layers] == [
+        lyr.compute_spread for lyr in built.instance.layers]
+
+
+def test_instances_without_spreads_are_written_as_before(profile):
+    data = build_instance(profile, default_catalogue(), 1000).instance.to_dict()
+    assert all("compute_spread" not in layer for layer in data["layers"])  # 3 repeats: unknown
+
+
+def test_local_types_carry_the_spread_of_their_steps(known_profile):
+    n = len(known_profile.layers)
+    spreads = tuple(0.01 * (i + 1) for i in range(n))
+    local = LocalMeasure((0.001,) * n, 5.0, 1, "2026-12-01T00:00:00+00:00", (0.0,) * n, 0.0,
+                         spreads, CpuUse(1.0, 1.0, 1.0), 40)
+    inst = build_instance(known_profile, default_catalogue(), 1000, local=local,
+                          local_types=2).instance
+    assert [lyr.compute_spread["local-2"] for lyr in inst.layers] == list(spreads)
+
+
+def _timed_under(profile, use):
+    layers = tuple(replace(layer, time=replace(layer.time, cpu_use=use))
+                   for layer in profile.layers)
+    return replace(profile, layers=layers)
+
+
+def test_figures_timed_under_load_are_labelled_in_the_instance_and_profile(known_profile):
+    busy = _timed_under(known_profile, CpuUse(0.5, 1.0, 1.0))
+    built = build_instance(busy, default_catalogue(), 1000)
+    assert built.instance.name.endswith("(measured under load: 50% of the cores held by others)")
+    assert built.provenance()["profile"]["under_load"] is True
+    quiet = build_instance(_timed_under(known_profile, CpuUse(0.97, 1.0, 1.0)),
+                           default_catalogue(), 1000)
+    assert "under load" not in quiet.instance.name
+    assert quiet.provenance()["profile"]["under_load"] is False

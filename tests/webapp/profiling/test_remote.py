@@ -191,3 +191,34 @@ def test_the_page_says_why_each_type_is_estimated(personas: Any, login: Any,
                                    note="estimated (roofline) - no worker serves v100 (x)")
     page = login(personas.viewer).get(f"/profiling/{profiled.pk}/").content.decode()
     assert "estimated (roofline) - no worker serves v100 (x)" in page
+
+
+def test_an_agents_figures_bring_their_own_spread_and_load_label(
+    personas: Any, profiled: Any, cluster: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataclasses import replace
+
+    from heterps_core.profiler.measure import CpuUse
+    from heterps_core.profiler.result import ModelProfile
+
+    monkeypatch.setenv(remote.THREADS_VARIABLE, "1")
+    origin = _waiting(profiled, "cpu-96")
+    assert remote.measure_here(profiled.pk, origin.pk, "cpu-96@machine-7")["status"] == \
+        "measured"
+    origin.refresh_from_db()
+    # The agent repeats until its medians are known (as the server does): >= 6 runs each.
+    spreads = {layer["name"]: layer["time"]["median_spread"]
+               for layer in origin.profile["layers"]}
+    assert all(s is not None for s in spreads.values())
+    instance, _, _ = build_request_instance(profiled.model, cluster, 64, 100.0, None)
+    for layer in instance.layers:
+        assert layer.compute_spread["cpu-96"] == spreads[layer.name]
+
+    busy = ModelProfile.from_dict(origin.profile)
+    busy = replace(busy, layers=tuple(
+        replace(layer, time=replace(layer.time, cpu_use=CpuUse(0.4, 1.0, 1.0)))
+        for layer in busy.layers))
+    second = _waiting(profiled, "t4")
+    assert remote.record_measured(second.pk, busy, "t4@machine-8")
+    second.refresh_from_db()
+    assert "measured under load: other processes held 60%" in second.note
