@@ -28,9 +28,9 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from heterps_core import zoo  # noqa: E402
-from heterps_core.zoo.base import Batch  # noqa: E402
-from heterps_core.zoo.reference import REFERENCES, load_zoo_weights  # noqa: E402
+from heterps_core import zoo
+from heterps_core.zoo.base import Batch
+from heterps_core.zoo.reference import REFERENCES, load_zoo_weights
 
 GOAL = 0.95
 WARMUP = 3
