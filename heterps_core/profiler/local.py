@@ -116,7 +116,7 @@ def runtime_steps(
         config = zoo.config(size)
         model = zoo.build(config, seed=seed)
         batches = zoo.batches(config, batch_size, seed=seed)
-        layers = list(model.layers)
+        layers = model.chain
         server = _ServerProbe(model, parse(f"{optimizer}:lr={lr}")) if with_server else None
         dense = get(optimizer, lr=lr)
         params = [list(layer.parameters()) for layer in layers]
@@ -134,18 +134,20 @@ def runtime_steps(
             t_data = time.perf_counter()
             inputs, labels = next(batches)
             data_s = time.perf_counter() - t_data
-            x: object = inputs
+            context: dict[str, torch.Tensor] = dict(inputs)
             served = served_rows = 0.0
             for i, layer in enumerate(layers):
-                if isinstance(x, torch.Tensor):
-                    x = x.detach().requires_grad_(True)
+                if i > 0:  # each layer on its own, as after a cut (zoo/base.py: the context)
+                    context = {name: value.detach().requires_grad_(value.is_floating_point())
+                               for name, value in context.items()}
                 t0 = time.perf_counter()
-                pulled = server.pull(i, layer, x) if server is not None else None
-                y = layer(x)
+                pulled = server.pull(i, layer, context) if server is not None else None
+                written = layer.run(context)
                 if i == len(layers) - 1:
-                    model.loss(y, labels).backward()
+                    model.loss(written[model.output], labels).backward()
                 else:
-                    y.backward(torch.ones_like(y) / y.numel())
+                    ys = list(written.values())
+                    torch.autograd.backward(ys, [torch.ones_like(y) / y.numel() for y in ys])
                 if server is not None and pulled is not None:
                     server.push(i, step, pulled)
                 step_of = optimizers[i]
@@ -161,8 +163,8 @@ def runtime_steps(
                     served_rows += n_rows
                     if step >= 2:
                         rows[i] += n_rows
-                outputs[i] = y.numel() * y.element_size() / 1e6
-                x = y
+                context.update(written)
+                outputs[i] = _boundary_mb(model, context, i)
             if served_rows:
                 per_row.append((served, served_rows))
             if step >= 2:
@@ -216,7 +218,7 @@ class _ServerProbe:
         remotes = self.by_layer.get(layer_index)
         if not remotes:
             return None
-        distinct = [BatchRows.of(ids) for ids in collect_ids(remotes, lambda: layer(x))]
+        distinct = [BatchRows.of(ids) for ids in collect_ids(remotes, lambda: layer.run(x))]
         t0 = time.perf_counter()
         values = [self.shard.pull(r.table, ids) for r, (ids, _) in zip(remotes, distinct,
                                                                         strict=True)]
@@ -247,6 +249,15 @@ class _ServerProbe:
     def take_seconds(self) -> float:
         seconds, self._seconds = self._seconds, 0.0
         return seconds
+
+
+def _boundary_mb(model: Any, context: dict[str, torch.Tensor], i: int) -> float:
+    """MB crossing a cut after layer i (the output after the last), zoo/base.py."""
+    if i == len(model.layers) - 1:
+        names = [model.output]
+    else:
+        names = [name for name, _ in model.boundary(i)]
+    return sum(context[n].numel() * context[n].element_size() for n in names) / 1e6
 
 
 def _ping(rank: int, port: int, floats: int, rounds: int, result: Any) -> None:
