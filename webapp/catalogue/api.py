@@ -24,7 +24,7 @@ class ResourceTypeSerializer(serializers.ModelSerializer):
         model = ResourceType
         fields = [
             "id", "project", "name", "kind", "price_per_hour", "count", "memory_gb",
-            "network_gbps",
+            "network_gbps", "precision",
         ]
         read_only_fields = ["id", "project"]
 
@@ -42,6 +42,8 @@ class WriteResourceTypeSerializer(serializers.Serializer):
     count = serializers.IntegerField(required=False)
     memory_gb = serializers.FloatField(required=False)
     network_gbps = serializers.FloatField(required=False)
+    precision = serializers.CharField(required=False, allow_blank=True, max_length=8, help_text=(
+        "GPU types: fp32, tf32 or amp; blank: the hardware entry's own"))
 
 
 def _drf(exc: ValidationError) -> exceptions.ValidationError:

@@ -22,6 +22,13 @@ class ResourceTypeForm(forms.Form):
     count = forms.CharField(required=False, label="Units available")
     memory_gb = forms.CharField(required=False, label="Memory (GB per unit)")
     network_gbps = forms.CharField(required=False, label="Network (Gbit/s per unit)")
+    precision = forms.ChoiceField(
+        required=False, label="Precision (GPU types)",
+        choices=[("", "the hardware's own (tf32 on A10G/A100/H100, fp32 on V100/T4)"),
+                 ("fp32", "fp32"), ("tf32", "tf32 (TF32 tensor cores)"),
+                 ("amp", "amp (fp16/bf16 mixed precision)")],
+        help_text="what the GPU's matrix products run at in the estimates; a GPU without "
+                  "TF32 tensor cores runs tf32 as fp32")
 
     def __init__(self, *args: Any, with_template: bool = True, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -20,6 +20,13 @@ class ResourceType(ProjectOwned):
     network_gbps = models.FloatField(
         validators=[MinValueValidator(0.001)], help_text="Gbit/s per unit"
     )
+    # Issue 21: blank follows the hardware entry behind the type (tf32 on A10G/A100/H100,
+    # fp32 on V100/T4), so types stored before the field train as people train on them.
+    precision = models.CharField(
+        max_length=8, blank=True, default="",
+        choices=[("fp32", "fp32"), ("tf32", "tf32"), ("amp", "amp")],
+        help_text="GPU types: precision of matrix products (blank: the hardware entry's own)",
+    )
 
     class Meta:
         ordering = ["project", "name"]
@@ -32,9 +39,17 @@ class ResourceType(ProjectOwned):
 
     def clean(self) -> None:
         """The catalogue service's validation, so the admin accepts what pages and API do."""
-        from webapp.catalogue.services import FIELDS, clean
+        from webapp.catalogue.services import ALL_FIELDS, clean
 
-        clean({f: getattr(self, f) for f in FIELDS})
+        clean({f: getattr(self, f) for f in ALL_FIELDS})
+
+    @property
+    def precision_label(self) -> str:
+        """What a GPU type's estimates train at ('' for CPUs), after the hardware's own
+        fallback (no TF32 tensor cores: fp32)."""
+        from webapp.profiling.hardware import precision_of
+
+        return precision_of(self)
 
     def to_core(self) -> Resource:
         return Resource(

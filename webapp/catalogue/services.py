@@ -19,12 +19,14 @@ from django.db import transaction
 from heterps_core import limits
 from heterps_core.errors import InstanceError
 from heterps_core.hardware import default_catalogue
-from heterps_core.hardware.catalogue import KINDS, CatalogueError, ResourceKind
+from heterps_core.hardware.catalogue import KINDS, CatalogueError, ResourceKind, check_precision
 from webapp.catalogue.models import ResourceType
 from webapp.projects.models import Project
 from webapp.projects.permissions import Action, AnyUser, check
 
 FIELDS = ("name", "kind", "price_per_hour", "count", "memory_gb", "network_gbps")
+OPTIONAL = ("precision",)  # blank: the hardware entry's own (issue 21)
+ALL_FIELDS = FIELDS + OPTIONAL
 NUMBERS = ("price_per_hour", "count", "memory_gb", "network_gbps")  # ranges: heterps_core.limits
 NAME_MAX = 60
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -44,9 +46,9 @@ def template(name: str) -> ResourceKind:
 
 
 def clean(data: dict[str, Any]) -> dict[str, Any]:
-    """The six fields of a resource type, checked by the core's catalogue validator and the
-    core's documented ranges (heterps_core.limits); ValidationError({field: problem})
-    names the field."""
+    """The six fields of a resource type (and its optional precision), checked by the core's
+    catalogue validator and the core's documented ranges (heterps_core.limits);
+    ValidationError({field: problem}) names the field."""
     missing = [f for f in FIELDS if data.get(f) in (None, "")]
     if missing:
         raise ValidationError({f: "this field is required" for f in missing})
@@ -76,7 +78,24 @@ def clean(data: dict[str, Any]) -> dict[str, Any]:
             raise ValidationError({field: exc.problem}) from exc
     return {"name": checked.name, "kind": checked.kind,
             "price_per_hour": checked.price_per_hour, "count": checked.count,
-            "memory_gb": checked.memory_gb, "network_gbps": checked.network_gbps}
+            "memory_gb": checked.memory_gb, "network_gbps": checked.network_gbps,
+            "precision": _precision(data.get("precision"), checked.kind)}
+
+
+def _precision(value: Any, kind: str) -> str:
+    """'' (the hardware entry's own), fp32, tf32 or amp (bf16/fp16 read as amp); a CPU type
+    trains in fp32, so only a GPU type takes another."""
+    text = str(value or "").strip().lower()
+    if not text:
+        return ""
+    try:
+        precision = check_precision(text)
+    except CatalogueError as exc:
+        raise ValidationError({"precision": exc.problem}) from exc
+    if kind != "gpu" and precision != "fp32":
+        raise ValidationError({"precision": f"{precision} applies to GPU types; a {kind} type "
+                                            "trains in fp32"})
+    return precision
 
 
 def create(user: AnyUser, project: Project,
@@ -96,8 +115,8 @@ def create(user: AnyUser, project: Project,
 def update(user: AnyUser, resource_type: ResourceType,
            data: dict[str, Any]) -> ResourceType:
     check(user, resource_type.project_id, Action.EDIT)
-    merged = {f: getattr(resource_type, f) for f in FIELDS}
-    merged.update({k: v for k, v in data.items() if k in FIELDS})
+    merged = {f: getattr(resource_type, f) for f in ALL_FIELDS}
+    merged.update({k: v for k, v in data.items() if k in ALL_FIELDS})
     values = clean(merged)
     with transaction.atomic():
         locked = ResourceType.objects.select_for_update().get(pk=resource_type.pk)

@@ -36,7 +36,7 @@ def create(request: HttpRequest, project_pk: int) -> HttpResponse:
 def edit(request: HttpRequest, pk: int) -> HttpResponse:
     resource_type = get_owned(request.user, ResourceType.objects.select_related("project"), pk,
                               Action.EDIT)
-    initial = {f: getattr(resource_type, f) for f in services.FIELDS}
+    initial = {f: getattr(resource_type, f) for f in services.ALL_FIELDS}
     form = ResourceTypeForm(request.POST or None, initial=initial, with_template=False)
     if request.method == "POST" and form.is_valid():
         try:

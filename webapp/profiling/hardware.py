@@ -3,7 +3,8 @@
 A resource type in the catalogue app has a price, count, memory and network, but no FLOP/s
 or memory bandwidth; estimates need those. We take them from heterps_core's default
 catalogue entry the type names (exactly, or as `gpu-<name>` / a prefix), else the first entry
-of the same kind, and keep the project's own price, count, memory and network.
+of the same kind, and keep the project's own price, count, memory, network and, when the
+type sets one, precision (issue 21; blank: the entry's own).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from heterps_core.hardware import Catalogue, ResourceKind, default_catalogue
+from heterps_core.hardware.catalogue import effective_precision
 from webapp.catalogue.models import ResourceType
 
 
@@ -24,8 +26,15 @@ def hardware_for(resource_type: ResourceType) -> ResourceKind:
         count=resource_type.count,
         memory_gb=resource_type.memory_gb,
         network_gbps=resource_type.network_gbps,
+        precision=resource_type.precision or base.precision,
         source=f"specs of {base.name}; price, count, memory and network from the project",
     )
+
+
+def precision_of(resource_type: ResourceType) -> str:
+    """The precision a GPU type's estimates use ('' for other kinds)."""
+    kind = hardware_for(resource_type)
+    return effective_precision(kind) if kind.kind == "gpu" else ""
 
 
 def basis_of(resource_type: ResourceType) -> str:
