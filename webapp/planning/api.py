@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
@@ -10,6 +12,7 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from heterps_core.provenance import to_json
 from webapp.bounds import api_id, api_number, filter_by_query
 from webapp.catalogue.models import ResourceType
 from webapp.modelzoo.models import RegisteredModel
@@ -41,24 +44,35 @@ class UpdateClusterSerializer(serializers.Serializer):
 
 class PlanResultSerializer(serializers.ModelSerializer):
     cost_per_million_samples = serializers.FloatField(read_only=True, allow_null=True)
+    figure_tiers = serializers.SerializerMethodField(
+        help_text="per resource type the plan uses: where its figures come from (tier, "
+                  "label, measured, band of estimated figures)")
 
     class Meta:
         model = PlanResult
         fields = ["id", "project", "request", "scheduler", "plan", "feasible", "cost_per_hour",
                   "cost_per_million_samples", "throughput", "solve_time_s", "gap_to_exact",
-                  "chosen", "error"]
+                  "chosen", "error", "figure_tiers"]
         read_only_fields = fields
+
+    def get_figure_tiers(self, result: PlanResult) -> dict[str, dict[str, Any]]:
+        return to_json(services.plan_figures(result))
 
 
 class PlanningRequestSerializer(serializers.ModelSerializer):
     results = PlanResultSerializer(many=True, read_only=True)
+    figure_tiers = serializers.SerializerMethodField(
+        help_text="per resource type of the cluster: where its figures come from")
 
     class Meta:
         model = PlanningRequest
         fields = ["id", "project", "model", "cluster", "profile_run", "batch_size",
                   "throughput_target", "samples", "schedulers", "budget_s", "seed", "work",
-                  "instance", "frontier", "created_at", "results"]
+                  "instance", "frontier", "created_at", "results", "figure_tiers"]
         read_only_fields = fields
+
+    def get_figure_tiers(self, request: PlanningRequest) -> dict[str, dict[str, Any]]:
+        return to_json(services.figure_tiers(request))
 
 
 class StartPlanningSerializer(serializers.Serializer):

@@ -21,6 +21,7 @@ from heterps_core.plan import Plan
 from heterps_core.profiler.instance_builder import build_instance
 from heterps_core.profiler.result import ModelProfile
 from heterps_core.progress import Progress, ProgressCallback, no_progress
+from heterps_core.provenance import ResourceProvenance, of_instance, stamp, summarise
 from webapp.background.services import start_work
 from webapp.catalogue.models import ResourceType
 from webapp.modelzoo.models import RegisteredModel
@@ -201,6 +202,8 @@ def start_planning(
         model, cluster, batch_size, float(throughput_target), samples)
     if adjust is not None:
         instance, provenance = adjust(instance, provenance)
+    # Each type's tier, from its figures as finally stored (an agent's, a run's corrections).
+    instance = stamp(instance, summarise(provenance))
     with transaction.atomic():
         request = PlanningRequest.objects.create(
             project_id=model.project_id, model=model, cluster=cluster, profile_run_id=run_id,
@@ -408,14 +411,50 @@ def throughput_band(result: PlanResult) -> str | None:
     return band.describe() if band is not None else None
 
 
+def figure_tiers(request: PlanningRequest) -> dict[str, ResourceProvenance]:
+    """Where each resource type's figures come from: the instance's own records, or for a
+    request stored before them, summarised from its figure provenance (measured figures of
+    such a request do not say where: they read as unknown, never as measured here)."""
+    try:
+        instance = Instance.from_dict(request.instance)
+    except HeterPSError:
+        return {}  # a row stored without a valid instance: nothing to say
+    records = of_instance(instance)
+    if any(r.provenance is not None for r in instance.resources):
+        return records
+    return {**records, **{k: v for k, v in summarise(request.provenance).items()
+                          if k in records}}
+
+
+def plan_figures(result: PlanResult) -> dict[str, ResourceProvenance]:
+    """The records of the types a plan uses (stages, then its server)."""
+    from heterps_core.heterogeneity import types_used
+
+    tiers = figure_tiers(result.request) if result.plan else {}
+    used = types_used(Plan.from_dict(result.plan)) if tiers else ()
+    return {name: tiers[name] for name in used if name in tiers}
+
+
+def heterogeneity(result: PlanResult) -> dict[str, Any] | None:
+    """The plan against the best plan on one resource type (heterps_core/heterogeneity.py):
+    the exact optimum of each single type on the same instance and target."""
+    from heterps_core.heterogeneity import compare
+
+    if not result.feasible or not result.plan:
+        return None
+    return compare(Instance.from_dict(result.instance), Plan.from_dict(result.plan)).to_dict()
+
+
 def stage_rows(result: PlanResult) -> list[dict[str, Any]]:
     instance = result.instance
     resources = {r["name"]: r for r in instance["resources"]}
     rows = []
+    tiers = plan_figures(result)
     for i, stage in enumerate((result.plan or {}).get("stages") or []):
         layers = [instance["layers"][j]["name"] for j in stage["layers"]]
         price = resources[stage["resource"]]["price_per_hour"]
         rows.append({"number": i + 1, "layers": layers, "resource": stage["resource"],
+                     "figures": tiers.get(stage["resource"]),
                      "units": stage["units"], "time_per_batch_s": stage["time_per_batch_s"],
                      "time_per_batch_ms": (stage["time_per_batch_s"] or 0.0) * 1e3,
                      "throughput": stage["throughput"],

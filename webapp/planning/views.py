@@ -120,7 +120,10 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
         "rl_form": RLTrainingForm(),
         "rl_runs": planning.rl_runs.select_related("work")[:10],
         "resources": planning.instance["resources"],
+        "figure_tiers": services.figure_tiers(planning),
     }
+    chosen = planning.results.filter(chosen=True).first()
+    context["heterogeneity"] = services.heterogeneity(chosen) if chosen else None
     return render(request, "planning/detail.html", context)
 
 
@@ -158,6 +161,8 @@ def _result_context(request: HttpRequest, plan_result: PlanResult, form: WhatIfF
         "project": plan_result.project,
         "plan": plan_result.plan or {},
         "stages": services.stage_rows(plan_result),
+        "figures": services.plan_figures(plan_result),
+        "heterogeneity": services.heterogeneity(plan_result),
         "band": services.throughput_band(plan_result),
         "explanation": services.explanation(plan_result),
         "resources": plan_result.instance["resources"],

@@ -30,6 +30,7 @@ from heterps_core.profiler.instance_builder import BuiltInstance, Figure
 from heterps_core.profiler.measure import repeat_until_known
 from heterps_core.profiler.result import ModelProfile
 from heterps_core.progress import Progress, no_progress
+from heterps_core.provenance import Tier
 from webapp.background.context import WorkCancelled, WorkContext
 from webapp.catalogue.models import ResourceType
 from webapp.profiling.models import LayerResult, Origin, ProfileRun, ResourceProfile, Source
@@ -281,7 +282,7 @@ def with_agent_figures(run_id: int, built: BuiltInstance) -> BuiltInstance:
             seconds[(layer.name, resource)] = Figure(
                 layer.name, resource, layer.time.median_s, "measured",
                 f"{origin.host}: {profile.device.label}", profile.measured_at,
-                layer.time.to_dict())
+                layer.time.to_dict(), tier=Tier.AGENT)
     figures = tuple(seconds.get((f.layer, f.resource), f) for f in built.figures)
     data = built.instance.to_dict()
     for layer in data["layers"]:
