@@ -53,6 +53,25 @@ def test_sizes_come_from_tensor_shapes(tiny_ctr):
     assert fc1.memory_bytes >= fc1.parameter_bytes + fc1.optimizer_bytes + fc1.activation_bytes
 
 
+@pytest.mark.parametrize("name", ["dlrm", "deepfm", "wide_deep", "two_tower"])
+def test_boundary_bytes_are_what_a_stage_sends(name):
+    """Branched models: each layer's activation bytes are the packed tensor a cut after it
+    sends (only what later layers read), and the tensors it packs are the ones read later."""
+    model_def = zoo.get(name)
+    config = model_def.config("tiny")
+    torch.set_num_threads(1)
+    profile = profile_zoo_model(name, FAST, size="tiny", batch_size=16)
+    model = model_def.build(config)
+    inputs, _ = next(model_def.batches(config, 16))
+    x = inputs
+    for i, layer in enumerate(profile.layers):
+        x = model.run_layers(x, i, i)
+        assert layer.activation_bytes == x.numel() * x.element_size()
+        if i < len(profile.layers) - 1:
+            later = {n for lay in model.chain[i + 1 :] for n in lay.reads}
+            assert {n for n, _ in model.boundary(i)} <= later
+
+
 def test_sparse_traffic_is_the_rows_a_batch_touches(tiny_ctr):
     profile, _ = tiny_ctr
     model_def = zoo.get("ctr_dnn")
