@@ -22,6 +22,10 @@ if TYPE_CHECKING:
     from heterps_core.profiler.measure import CpuUse, Precision
 
 
+# Each figure is timed at most this often, whatever --max-repeats asks (a typo is not a week).
+MAX_REPEATS_LIMIT = 10_000
+
+
 class ProgressBar:
     """A one-line progress bar on stderr, redrawn in place on a terminal."""
 
@@ -36,7 +40,8 @@ class ProgressBar:
         line = f"profiling [{bar}] {progress.current}/{progress.total} {progress.message}"
         median = progress.metrics.get("median_s")
         if median is not None:
-            line += f" ({median * 1e3:.3f} ms, spread {progress.metrics['spread']:.0%})"
+            # the samples' own p10..p90 width, not the median's spread (printed at the end)
+            line += f" ({median * 1e3:.3f} ms, p10..p90 {progress.metrics['spread']:.0%})"
         if self.inline:
             end = "\n" if progress.current >= progress.total else ""
             self.stream.write("\r" + line.ljust(100) + end)
@@ -178,6 +183,9 @@ def _precision(args: argparse.Namespace) -> Precision:
     if args.max_repeats < args.repeats:
         raise HeterPSError(f"--max-repeats ({args.max_repeats}) must be at least --repeats "
                            f"({args.repeats})")
+    if args.max_repeats > MAX_REPEATS_LIMIT:
+        raise HeterPSError(f"--max-repeats must be at most {MAX_REPEATS_LIMIT:,}, got "
+                           f"{args.max_repeats:,}")
     return Precision(args.spread, args.max_repeats)
 
 

@@ -84,6 +84,8 @@ def test_list_names_every_zoo_model(capsys):
         (["ctr_dnn", "--target", "1", "--spread", "2"], "--spread must be a fraction"),
         (["ctr_dnn", "--target", "1", "--repeats", "20", "--max-repeats", "5"],
          "--max-repeats (5) must be at least --repeats (20)"),
+        (["ctr_dnn", "--target", "1", "--max-repeats", "100000"],
+         "--max-repeats must be at most 10,000, got 100,000"),
     ],
 )
 def test_errors_are_messages_not_tracebacks(args, message, capsys):
