@@ -16,8 +16,9 @@ from rest_framework.response import Response
 from rest_framework.reverse import reverse
 
 from heterps_core.limits import limit
+from heterps_core.provenance import to_json
 from webapp.bounds import api_id, api_number, filter_by_query, query_int
-from webapp.jobs import replan, runners, services
+from webapp.jobs import figures, replan, runners, services
 from webapp.jobs.models import Job, Runner
 from webapp.projects.permissions import Action, get_owned, visible
 
@@ -30,6 +31,9 @@ class JobSerializer(serializers.ModelSerializer):
     dataparallel = serializers.DictField(read_only=True)
     binding = serializers.DictField(read_only=True)
     micro_batches = serializers.IntegerField(read_only=True)
+    figure_tiers = serializers.SerializerMethodField(
+        help_text="per resource type of the plan: where the figures it was planned with "
+                  "come from (tier, label, measured, band of estimated figures)")
 
     class Meta:
         model = Job
@@ -39,9 +43,12 @@ class JobSerializer(serializers.ModelSerializer):
             "sync_params", "dataparallel", "steps", "batch_size", "micro_batches", "lr", "seed",
             "predicted_throughput",
             "predicted_cost_per_hour", "accrued_cost", "last_throughput", "last_loss",
-            "last_step", "summary", "created_at",
+            "last_step", "summary", "created_at", "figure_tiers",
         ]
         read_only_fields = fields
+
+    def get_figure_tiers(self, job: Job) -> dict[str, dict[str, Any]]:
+        return to_json(figures.figure_tiers(job))
 
 
 class ApproveSerializer(serializers.Serializer):

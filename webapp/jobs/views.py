@@ -14,7 +14,7 @@ from django.views.decorators.http import require_POST
 from heterps_core.plan import Plan
 from heterps_core.runtime.compile import whole_steps
 from webapp.costs import accrual
-from webapp.jobs import replan, services
+from webapp.jobs import figures, replan, services
 from webapp.jobs.forms import ApproveForm
 from webapp.jobs.models import Job
 from webapp.middleware import AuthenticatedRequest
@@ -41,6 +41,7 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
         "state": services.state(job),
         "series": series,
         "can_edit": can(request.user, job.project_id, Action.EDIT),
+        "figure_tiers": figures.figure_tiers(job),
     }
     context.update(services.page(job, series))
     context.update(replan.page(job))
