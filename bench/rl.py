@@ -13,14 +13,15 @@ uses two or more resource types are kept; how many were dropped is reported):
 
 Columns, each a gap to the exact optimum (cost / optimum - 1):
 - `scratch` : `--from-scratch --policy-only`: a fresh policy trained on the instance for
-  `--scratch-s` (60) s (`--zoo-scratch-s`, 20 s, on the zoo's 3-9 layer chains), its best
-  sampled plan; no search, no fallback (`gen` and `zoo`).
+  `--scratch-s` (60) CPU seconds (`--zoo-scratch-s`, 20, on the zoo's 3-9 layer chains): as
+  many updates as that cap allows, its best sampled plan; no search, no fallback (`gen` and
+  `zoo`). Budgets here are CPU seconds of the planning thread (heterps_core/budget.py).
 - `pre greedy`, `pre best-of-32`: the shipped policy zero-shot: its greedy decode, and
   `--pretrained --policy-only` (best of greedy + 31 samples); no search, no fallback.
-- `pipeline`: the default `rl` scheduler (pretrained warm start, fine-tuning, iterated local
-  search, homogeneous fallback) with `--pipeline-s` (10) s.
+- `pipeline`: the default `rl` scheduler (pretrained warm start, its default 100 updates,
+  iterated local search, homogeneous fallback) capped at `--pipeline-s` (10) CPU seconds.
 - `search only`: the same iterated local search from the best homogeneous plan for the same
-  time, no policy at all: what the policy adds to the pipeline ("no start" where no
+  CPU seconds, no policy at all: what the policy adds to the pipeline ("no start" where no
   homogeneous plan is feasible; such rows are left out of its summary).
 """
 
@@ -42,13 +43,15 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
+from heterps_core.budget import Deadline  # noqa: E402
 from heterps_core.generate import random_instance  # noqa: E402
 from heterps_core.instance import Instance  # noqa: E402
+from heterps_core.limits import LIMITS  # noqa: E402
 from heterps_core.plan import Plan  # noqa: E402
 from heterps_core.rl.fastcost import AssignmentCosts  # noqa: E402
 from heterps_core.rl.features import usable  # noqa: E402
 from heterps_core.rl.planner import plan_with_rl  # noqa: E402
-from heterps_core.rl.search import iterated_polish  # noqa: E402
+from heterps_core.rl.search import SearchBudget, iterated_polish  # noqa: E402
 from heterps_core.schedulers.exact import exact_plan  # noqa: E402
 
 COLUMNS = ("scratch", "pre greedy", "pre best-of-32", "pipeline", "search only")
@@ -156,6 +159,7 @@ def run_instance(instance: Instance, group: str, caps: bool, args: argparse.Name
     if group != "large" and scratch_s > 0:
         t = time.perf_counter()
         sc = plan_with_rl(instance, seed=0, budget_s=scratch_s, from_scratch=True,
+                          updates=int(LIMITS["max_updates"].high),  # the cap decides
                           policy_only=True)
         row.times["scratch"] = time.perf_counter() - t
         row.gaps["scratch"] = gap(sc.final.cost_per_hour if sc.final else None, row.optimum)
@@ -174,7 +178,7 @@ def run_instance(instance: Instance, group: str, caps: bool, args: argparse.Name
     if start is not None:
         r, out = start
         _, found, _ = iterated_polish(costs, usable(instance), [r] * len(instance.layers), out,
-                                      time.perf_counter() + args.pipeline_s, seed=0)
+                                      SearchBudget(None, Deadline(args.pipeline_s)), seed=0)
         row.gaps["search only"] = gap(found.cost, row.optimum)
     else:
         row.no_start = True  # no feasible homogeneous plan: the policy-free search has no start

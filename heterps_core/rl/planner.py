@@ -1,12 +1,18 @@
 """Planning with the RL policy, in the two modes of docs/rl.md, with its safety net.
 
-1. Per-instance (default): train the policy on this instance by REINFORCE for part of the
-   budget (warm-started from the shipped pretrained weights unless `from_scratch`), keep the
-   best plan sampled, then spend the rest of the budget on an iterated local search on the cost
-   model starting from it.
+1. Per-instance (default): train the policy on this instance by REINFORCE for `updates`
+   policy updates (warm-started from the shipped pretrained weights unless `from_scratch`),
+   keep the best plan sampled, then run an iterated local search on the cost model from it.
 2. Pretrained (zero-shot): the shipped policy decodes one greedy plan plus a few samples in a
-   single batched forward pass; a short local search polishes the best of them. With a budget,
-   the policy is first fine-tuned on the instance for that long.
+   single batched forward pass; a local search polishes the best of them. With `updates`, the
+   policy is first fine-tuned on the instance for that many updates.
+
+Budgets are work, never wall time (issue 21), so the answer is the same on a quiet and on a
+busy machine: training counts updates, the local search always runs to its local optimum and
+its random kicks after that count cost evaluations. `budget_s` is only a cap, in CPU seconds
+of this thread (heterps_core/budget.py; default `DEFAULT_CAP_S`, a safety net for v2
+instances whose evaluations are slow): training may use `TRAIN_SHARE` of it, the kicks the
+rest. A plan cut short by the cap says so in its notes.
 
 Either way the answer is never worse than the best homogeneous plan: if that plan is better,
 it is returned instead and the notes say so. `policy_only` turns off both the local search and
@@ -20,11 +26,11 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import time
 from dataclasses import dataclass, field
 
 import torch
 
+from heterps_core.budget import Deadline
 from heterps_core.costmodel import infeasible_plan
 from heterps_core.instance import Instance
 from heterps_core.plan import Plan
@@ -33,14 +39,24 @@ from heterps_core.rl.fastcost import Outcome, better
 from heterps_core.rl.features import check_size
 from heterps_core.rl.policy import LayerPolicy, one_thread
 from heterps_core.rl.pretrained import load_pretrained
-from heterps_core.rl.search import iterated_polish
-from heterps_core.rl.training import Problem, TrainConfig, train_on_instance
+from heterps_core.rl.search import SearchBudget, iterated_polish
+from heterps_core.rl.training import InstanceTraining, Problem, TrainConfig, train_on_instance
 
-DEFAULT_BUDGET_S = 30.0
+# Per-instance training, in policy updates: about what the old 30 s wall budget bought on a
+# quiet machine (issue 21: ~100; 76-440 ms of CPU per update from 16x4 to 128x8, docs/rl.md).
+DEFAULT_UPDATES = 100
+# Cost evaluations the random kicks after the first local search may use: about 5 CPU-s at
+# the ~100k evaluations/s measured on 48- and 128-layer instances (per-instance mode), and a
+# fraction of a second after a zero-shot decode.
+SEARCH_EVALUATIONS = 500_000
+ZERO_SHOT_EVALUATIONS = 20_000
+# The CPU-seconds cap when none is given: never reached on the v1 benchmark instances (the
+# largest, 128x8, takes about a minute of CPU), it stops a v2 instance whose every evaluation
+# runs the full cost model from running for hours.
+DEFAULT_CAP_S = 600.0
 ZERO_SHOT_SAMPLES = 32  # greedy decode + 31 samples, one batched forward pass each
-ZERO_SHOT_DEADLINE_S = 0.75  # from the start of planning: zero-shot answers come in < 1 s
 ZERO_SHOT_TEMPERATURE = 1.0  # measured on 24 generated instances: 1.0 beat 1.5 and 2.5 (docs/rl.md)
-TRAIN_SHARE = 0.6  # of a per-instance budget; the local search gets what training leaves
+TRAIN_SHARE = 0.6  # of a CPU cap; the local search's kicks get what training leaves
 
 
 @dataclass
@@ -53,7 +69,8 @@ class RLResult:
     polished: Outcome | None = None  # after the local search
     final: Plan | None = None
     updates: int = 0
-    train_s: float = 0.0
+    train_s: float = 0.0  # CPU seconds of training
+    search_evaluations: int = 0  # cost evaluations of the local search (first polish + kicks)
     notes: list[str] = field(default_factory=list)
 
 
@@ -66,10 +83,13 @@ def plan_with_rl(
     use_search: bool = True,
     progress: ProgressCallback = no_progress,
     policy_only: bool = False,
+    updates: int | None = None,
 ) -> RLResult:
-    """Plan `instance` with the RL scheduler (see the module docstring for the modes)."""
+    """Plan `instance` with the RL scheduler (see the module docstring for the modes).
+    `updates`: policy updates (default `DEFAULT_UPDATES` per instance; with `pretrained`,
+    none: zero-shot); `budget_s`: the optional cap in CPU seconds (default `DEFAULT_CAP_S`)."""
     with one_thread():
-        return _plan(instance, seed, budget_s, pretrained, from_scratch,
+        return _plan(instance, seed, budget_s, updates, pretrained, from_scratch,
                      use_search and not policy_only, policy_only, progress)
 
 
@@ -77,6 +97,7 @@ def _plan(
     instance: Instance,
     seed: int,
     budget_s: float | None,
+    updates: int | None,
     pretrained: bool,
     from_scratch: bool,
     use_search: bool,
@@ -84,15 +105,17 @@ def _plan(
     progress: ProgressCallback,
 ) -> RLResult:
     check_size(instance)
-    start = time.perf_counter()
+    cap_s = DEFAULT_CAP_S if budget_s is None else budget_s
+    cap = Deadline(cap_s)  # created first: training and search share it
     torch.manual_seed(seed)
     problem = Problem(instance)
     share = TRAIN_SHARE if use_search else 1.0
     if pretrained:
-        result = _zero_shot(problem, seed, budget_s, share, progress)
+        result = _zero_shot(problem, seed, updates, cap_s * share, progress)
     else:
         result = _per_instance(
-            problem, seed, budget_s or DEFAULT_BUDGET_S, from_scratch, share, progress
+            problem, seed, updates or DEFAULT_UPDATES, cap_s * share, from_scratch, share,
+            progress,
         )
     result.policy_best = problem.best_outcome
     policy_plan = problem.best
@@ -101,14 +124,18 @@ def _plan(
         # Nothing sampled was feasible: the search may still walk to a feasible plan.
         best, best_out = problem.first
     if use_search and best is not None and best_out is not None:
-        if result.mode == "pretrained":
-            deadline = start + ZERO_SHOT_DEADLINE_S
-        else:
-            deadline = start + (budget_s or DEFAULT_BUDGET_S)
+        evaluations = ZERO_SHOT_EVALUATIONS if pretrained else SEARCH_EVALUATIONS
+        budget = SearchBudget(evaluations, cap)
         best, best_out, wins = iterated_polish(
-            problem.costs, problem.mask, best, best_out, deadline, seed=seed
+            problem.costs, problem.mask, best, best_out, budget, seed=seed
         )
+        result.search_evaluations = budget.first_polish + budget.used
         what = f"iterated local search ({wins} improving kicks)"
+        if cap.passed():
+            result.notes.append(
+                f"the local search's kicks stopped at the {cap_s:g} CPU-s cap "
+                f"({budget.used:,} of {evaluations:,} evaluations)"
+            )
         result.polished = best_out
         problem.offer(best, best_out)
         if result.policy_best and best_out.cost and result.policy_best.cost:
@@ -152,7 +179,7 @@ def _policy_plan(problem: Problem, notes: list[str]) -> Plan:
 
 
 def _zero_shot(
-    problem: Problem, seed: int, budget_s: float | None, share: float, progress: ProgressCallback
+    problem: Problem, seed: int, updates: int | None, cap_s: float, progress: ProgressCallback
 ) -> RLResult:
     policy = load_pretrained()
     result = RLResult(mode="pretrained")
@@ -168,16 +195,16 @@ def _zero_shot(
         f"pretrained policy, zero-shot: greedy decode {_cost(outcomes[0])}, best of "
         f"{len(plans)} decoded plans {_cost(problem.best_outcome)}"
     )
-    if budget_s:
+    if updates:
         result.mode = "pretrained+finetune"
         trained = train_on_instance(
-            problem.instance, _train_config(budget_s, share), seed=seed,
+            problem.instance, _train_config(updates, cap_s, TRAIN_SHARE), seed=seed,
             policy=policy, problem=problem, progress=progress,
         )
-        result.updates, result.train_s = trained.updates, trained.seconds
+        result.updates, result.train_s = trained.updates, trained.cpu_s
         result.notes.append(
-            f"fine-tuned for {trained.updates} updates ({trained.seconds:.1f} s): "
-            f"best sampled plan {_cost(problem.best_outcome)}"
+            f"fine-tuned for {trained.updates} updates ({_seconds(trained)}): "
+            f"best sampled plan {_cost(problem.best_outcome)}{_capped(trained, cap_s)}"
         )
     return result
 
@@ -185,7 +212,8 @@ def _zero_shot(
 def _per_instance(
     problem: Problem,
     seed: int,
-    budget_s: float,
+    updates: int,
+    cap_s: float,
     from_scratch: bool,
     share: float,
     progress: ProgressCallback,
@@ -193,25 +221,36 @@ def _per_instance(
     result = RLResult(mode="per-instance")
     policy = None if from_scratch else _warm_start()
     trained = train_on_instance(
-        problem.instance, _train_config(budget_s, share), seed=seed,
+        problem.instance, _train_config(updates, cap_s, share), seed=seed,
         policy=policy, problem=problem, progress=progress,
     )
-    result.updates, result.train_s = trained.updates, trained.seconds
+    result.updates, result.train_s = trained.updates, trained.cpu_s
     init = "from scratch" if policy is None else "warm-started from the pretrained policy"
     result.notes.append(
-        f"policy gradient on this instance ({init}): {trained.updates} updates in "
-        f"{trained.seconds:.1f} s, best sampled plan {_cost(problem.best_outcome)}"
+        f"policy gradient on this instance ({init}): {trained.updates} of {updates} updates "
+        f"in {_seconds(trained)}, best sampled plan {_cost(problem.best_outcome)}"
+        f"{_capped(trained, cap_s)}"
     )
     return result
 
 
-def _train_config(budget_s: float, share: float) -> TrainConfig:
-    """Training for `share` of the budget. Without a search after it (share 1, policy only)
-    the policy's samples are the answer, so it trains for the whole budget instead of
-    stopping when it has not improved for a while."""
+def _train_config(updates: int, cap_s: float, share: float) -> TrainConfig:
+    """`updates` policy updates, capped at `cap_s` CPU seconds. Without a search after it
+    (share 1, policy only) the policy's samples are the answer, so it runs every update
+    instead of stopping when it has not improved for a while."""
     if share >= 1.0:
-        return TrainConfig(budget_s=budget_s, patience=None)
-    return TrainConfig(budget_s=budget_s * share)
+        return TrainConfig(max_updates=updates, budget_s=cap_s, patience=None)
+    return TrainConfig(max_updates=updates, budget_s=cap_s)
+
+
+def _seconds(trained: InstanceTraining) -> str:
+    return f"{trained.cpu_s:.1f} CPU-s, {trained.seconds:.1f} s wall"
+
+
+def _capped(trained: InstanceTraining, cap_s: float) -> str:
+    if not trained.capped:
+        return ""
+    return f"; stopped by the {cap_s:g} CPU-s cap (raise --budget-s or lower --updates)"
 
 
 def _warm_start() -> LayerPolicy | None:

@@ -62,8 +62,8 @@ def build_pretrained(
     stop_after: int | None = SHIPPED_STEPS,
 ) -> tuple[LayerPolicy, dict[str, Any]]:
     """Train the pretrained policy from random weights; returns it with the metadata saved
-    beside it. `checkpoint(policy, step)` is called every 100 steps; `budget_s` stops early;
-    `stop_after` ends after that many steps of the `updates`-step schedule."""
+    beside it. `checkpoint(policy, step)` is called every 100 steps; `budget_s` (CPU seconds)
+    stops early; `stop_after` ends after that many steps of the `updates`-step schedule."""
     pool = training_pool(seed, pool_size) + list(extra)
     problems = [Problem(inst) for inst in pool]
     torch.manual_seed(seed)

@@ -4,18 +4,44 @@ Moves, cheapest neighbourhood first: move a whole stage to another resource (thi
 it into a neighbour), move one layer (this also shifts a stage boundary by one layer), move any
 run of consecutive layers to one resource (this opens or closes a stage anywhere), move two
 single layers at once. First
-improvement, repeated until no move helps or the deadline passes. It is what closes the last
+improvement, repeated until no move helps: a local optimum. It is what closes the last
 percent or so after sampling; the scheduler's notes and docs/rl.md say so.
+
+Budgets are work, never wall time (issue 21): the iterated search's kicks stop after a number
+of cost evaluations (`SearchBudget`), or at an optional cap of CPU seconds; the first local
+search always runs to its local optimum, so the same start gives the same answer on a quiet
+machine and on a busy one.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 import numpy as np
 
+from heterps_core.budget import Deadline, passed
 from heterps_core.rl.fastcost import AssignmentCosts, Outcome, better, stage_runs
+
+
+class SearchBudget:
+    """What a search may still do: `evaluations` cost-model calls (None: no limit) and,
+    optionally, until a CPU `deadline` (budget.py). `used` counts the calls made against it;
+    `first_polish` the calls of an iterated search's first local search, which always runs
+    to its end and is not counted against it."""
+
+    def __init__(self, evaluations: int | None = None, deadline: Deadline | None = None) -> None:
+        self.evaluations = evaluations
+        self.deadline = deadline
+        self.used = 0
+        self.first_polish = 0
+
+    def spend(self) -> None:
+        self.used += 1
+
+    def spent(self) -> bool:
+        if self.evaluations is not None and self.used >= self.evaluations:
+            return True
+        return passed(self.deadline)
 
 
 def polish(
@@ -23,22 +49,25 @@ def polish(
     mask: np.ndarray,
     assignment: list[int],
     outcome: Outcome,
-    deadline: float,
+    budget: SearchBudget | None = None,
 ) -> tuple[list[int], Outcome, int]:
-    """Improve `assignment` (whose outcome is `outcome`); returns (assignment, outcome, moves)."""
+    """Improve `assignment` (whose outcome is `outcome`) to a local optimum, or until
+    `budget` (None: none) is spent; returns (assignment, outcome, moves)."""
+    budget = budget or SearchBudget()
     best, best_out = list(assignment), outcome
     moves = 0
     improved = True
-    while improved and time.perf_counter() < deadline:
+    while improved and not budget.spent():
         improved = False
         for candidate in _neighbours(best, mask, costs.n_resources):
             out = costs.outcome(candidate)
+            budget.spend()
             if better(out, best_out):
                 best, best_out = candidate, out
                 moves += 1
                 improved = True
                 break
-            if time.perf_counter() >= deadline:
+            if budget.spent():
                 break
     return best, best_out, moves
 
@@ -77,20 +106,23 @@ def iterated_polish(
     mask: np.ndarray,
     assignment: list[int],
     outcome: Outcome,
-    deadline: float,
+    budget: SearchBudget,
     seed: int = 0,
     patience: int = 400,
 ) -> tuple[list[int], Outcome, int]:
-    """Iterated local search: polish, then repeatedly kick the best plan (move one to three
-    short random runs of layers to random usable resources) and polish again, keeping improvements.
-    Stops at the deadline or after `patience` kicks in a row that found nothing better.
+    """Iterated local search: polish to a local optimum (always to the end, whatever the
+    budget), then repeatedly kick the best plan (move one to three short random runs of
+    layers to random usable resources) and polish again, keeping improvements. The kicks
+    stop when `budget` is spent or after `patience` kicks in a row that found nothing better.
     Returns (assignment, outcome, kicks that improved)."""
     rng = np.random.default_rng(seed)
-    best, best_out, _ = polish(costs, mask, assignment, outcome, deadline)
+    first = SearchBudget()
+    best, best_out, _ = polish(costs, mask, assignment, outcome, first)
+    budget.first_polish = first.used
     wins = 0
     idle = 0
     n = len(best)
-    while time.perf_counter() < deadline and idle < patience:
+    while not budget.spent() and idle < patience:
         candidate = list(best)
         for _ in range(int(rng.integers(1, 4))):
             first = int(rng.integers(0, n))
@@ -100,7 +132,8 @@ def iterated_polish(
             if usable.size:
                 candidate[first : last + 1] = [int(rng.choice(usable))] * (last - first + 1)
         out = costs.outcome(candidate)
-        candidate, out, _ = polish(costs, mask, candidate, out, deadline)
+        budget.spend()
+        candidate, out, _ = polish(costs, mask, candidate, out, budget)
         if better(out, best_out):
             best, best_out = candidate, out
             wins += 1

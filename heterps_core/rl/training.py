@@ -20,13 +20,13 @@ has sampled so far on the instance. The best plan ever sampled is the planner's 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
+from heterps_core.budget import Deadline, Stopwatch, passed
 from heterps_core.instance import Instance
 from heterps_core.progress import Progress, ProgressCallback, no_progress
 from heterps_core.rl.fastcost import AssignmentCosts, Outcome, better
@@ -44,8 +44,8 @@ class TrainConfig:
     lr: float = 3e-3
     entropy_coef: float = 0.01
     baseline_decay: float = 0.9  # moving-average baseline: b <- decay b + (1 - decay) mean(r)
-    max_updates: int = 5000
-    budget_s: float | None = None  # wall-clock limit of the training loop
+    max_updates: int = 5000  # the work budget: results never depend on the machine's load
+    budget_s: float | None = None  # optional cap, in CPU seconds of this thread (budget.py)
     patience: int | None = 60  # stop after this many updates without a new best plan
     grad_clip: float = 1.0
     reward: str = "togo"  # "togo", "log" or "clipped" (module docstring)
@@ -185,8 +185,10 @@ class InstanceTraining:
 
     problem: Problem
     updates: int
-    seconds: float
+    seconds: float  # wall seconds, what the user waited
     history: list[dict[str, float]] = field(default_factory=list)
+    cpu_s: float = 0.0  # CPU seconds of the same training (what a budget counts)
+    capped: bool = False  # True when the CPU cap, not the updates or patience, ended it
 
 
 def train_on_instance(
@@ -197,9 +199,10 @@ def train_on_instance(
     problem: Problem | None = None,
     progress: ProgressCallback = no_progress,
 ) -> InstanceTraining:
-    """Train `policy` (a fresh one when None) on one instance until budget, updates or
-    patience run out. The problem's best plan is the answer; pass `problem` to continue from
-    plans already seen."""
+    """Train `policy` (a fresh one when None) on one instance for `config.max_updates`
+    updates, fewer when `patience` updates in a row find nothing better or the optional CPU
+    cap `budget_s` is spent. The problem's best plan is the answer; pass `problem` to
+    continue from plans already seen."""
     with one_thread():
         return _train_on_instance(instance, config, seed, policy, problem, progress)
 
@@ -218,12 +221,16 @@ def _train_on_instance(
     problem = problem or Problem(instance, config.dynamic_mask)
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.Adam(policy.parameters(), lr=config.lr)
-    start = time.perf_counter()
-    deadline = start + config.budget_s if config.budget_s is not None else float("inf")
+    watch = Stopwatch()
+    deadline = Deadline.after(config.budget_s)
     history: list[dict[str, float]] = []
     since_best = 0
     update = 0
-    while update < config.max_updates and time.perf_counter() < deadline:
+    capped = False
+    while update < config.max_updates:
+        if passed(deadline):
+            capped = True
+            break
         loss, stats = policy_gradient_loss(policy, problem, config, generator)
         optimizer.zero_grad()
         loss.backward()
@@ -242,7 +249,7 @@ def _train_on_instance(
         progress(Progress(update, config.max_updates, "training the RL policy", row))
         if config.patience is not None and since_best >= config.patience:
             break
-    return InstanceTraining(problem, update, time.perf_counter() - start, history)
+    return InstanceTraining(problem, update, watch.wall_s, history, watch.cpu_s, capped)
 
 
 def pretrain(
@@ -265,7 +272,8 @@ def pretrain(
     seeded order (from `curriculum(step)`'s indices when given). Pass `problems` (built from
     `instances`) to reuse prepared ones; `checkpoint(policy, step)` runs every 100 steps.
     `stop_after` ends training after that many steps of the `updates`-step schedule (the
-    learning rate still decays as if all `updates` were run)."""
+    learning rate still decays as if all `updates` were run); `budget_s` caps it in CPU
+    seconds (budget.py)."""
     config = config or TrainConfig()
     with one_thread():
         torch.manual_seed(seed)
@@ -297,10 +305,10 @@ def _pretrain(
     optimizer = torch.optim.Adam(policy.parameters(), lr=config.lr)
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=max(1, updates))
     history: list[dict[str, float]] = []
-    deadline = time.perf_counter() + budget_s if budget_s is not None else float("inf")
+    deadline = Deadline.after(budget_s)
     last = updates if stop_after is None else min(updates, stop_after)
     for step in range(1, last + 1):
-        if time.perf_counter() >= deadline:
+        if passed(deadline):
             break
         optimizer.zero_grad()
         rewards, entropies = [], []

@@ -1,10 +1,12 @@
 """`rl`: the HeterPS reinforcement-learning scheduler (an LSTM policy trained by REINFORCE).
 
-Options: `pretrained` (bool) plans zero-shot with the shipped policy, fine-tuning for
-`budget_s` seconds when a budget is given; otherwise the policy is trained on the instance for
-`budget_s` (default 30 s). `from_scratch` skips the pretrained warm start, `search=False`
-turns off the local-search polish, `policy_only` turns off the search and the homogeneous
-fallback (the policy's own best sampled plan). How it works: heterps_core/rl/planner.py.
+Options: `updates` (policy updates: default 100 per instance; with `pretrained`, a
+fine-tuning of that many updates, none by default), `pretrained` (bool) plans zero-shot with
+the shipped policy, `from_scratch` skips the pretrained warm start, `search=False` turns off
+the local-search polish, `policy_only` turns off the search and the homogeneous fallback (the
+policy's own best sampled plan). `budget_s` is only a cap, in CPU seconds: the work (updates,
+search evaluations) decides the answer, never the machine's load. How it works:
+heterps_core/rl/planner.py.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ class RLScheduler(Scheduler):
             instance,
             seed=self.seed,
             budget_s=self.budget_s,
+            updates=_updates(self.options.get("updates")),
             pretrained=bool(self.options.get("pretrained")),
             from_scratch=bool(self.options.get("from_scratch")),
             use_search=bool(self.options.get("search", True)),
@@ -52,3 +55,12 @@ class RLScheduler(Scheduler):
         )
         assert result.final is not None
         return result.final
+
+
+def _updates(value: object) -> int | None:
+    """The `updates` option (None: the mode's default), checked against docs/limits.md."""
+    if value is None:
+        return None
+    from heterps_core.limits import check
+
+    return int(check("max_updates", value, "updates"))

@@ -8,7 +8,7 @@ from heterps_core.rl.training import Problem
 
 
 def test_registered_as_rl_and_plans_the_spec_example(tiny) -> None:
-    plan = schedulers.create("rl", seed=0, budget_s=3).plan(tiny)
+    plan = schedulers.create("rl", seed=0, updates=30).plan(tiny)
     assert plan.scheduler == "rl" and plan.feasible
     assert plan.cost_per_hour == pytest.approx(3.6)
     assert any("policy gradient on this instance" in note for note in plan.notes)
@@ -46,20 +46,20 @@ def test_infeasible_instance_gets_an_infeasible_plan_with_a_reason(infeasible) -
 
 
 def test_pure_rl_option_skips_the_search(tiny) -> None:
-    result = plan_with_rl(tiny, seed=0, budget_s=2, use_search=False)
+    result = plan_with_rl(tiny, seed=0, updates=30, use_search=False)
     assert result.polished is None
     assert result.final.cost_per_hour == pytest.approx(3.6)
 
 
 def test_respects_availability_caps(capped) -> None:
-    plan = schedulers.create("rl", seed=0, budget_s=4).plan(capped)
+    plan = schedulers.create("rl", seed=0, updates=40).plan(capped)
     assert plan.feasible
     assert plan.cost_per_hour == pytest.approx(19.376, rel=0.01)
 
 
-def test_pretrained_with_a_budget_fine_tunes_first(tiny) -> None:
-    result = plan_with_rl(tiny, seed=1, pretrained=True, budget_s=2)
-    assert result.mode == "pretrained+finetune" and result.updates > 0
+def test_pretrained_with_updates_fine_tunes_first(tiny) -> None:
+    result = plan_with_rl(tiny, seed=1, pretrained=True, updates=20)
+    assert result.mode == "pretrained+finetune" and 0 < result.updates <= 20
     assert result.final.cost_per_hour == pytest.approx(3.6)
     assert any("fine-tuned" in note for note in result.final.notes)
 
