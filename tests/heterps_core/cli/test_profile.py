@@ -13,6 +13,7 @@ import torch
 
 from heterps_core import schedulers
 from heterps_core.cli import main
+from heterps_core.hardware.catalogue import CATALOGUE_VERSION
 from heterps_core.instance import Instance
 
 # --force: these tests check other things, on a shared machine whose cores others may hold.
@@ -138,7 +139,7 @@ def test_bring_your_own_model(tmp_path, monkeypatch, capsys):
 def test_catalogue_to_stdout(capsys):
     assert main(["catalogue"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["version"] == 1 and len(data["resources"]) >= 6
+    assert data["version"] == CATALOGUE_VERSION and len(data["resources"]) >= 6
 
 
 @pytest.fixture
