@@ -40,6 +40,14 @@ def plan_json(instance: Instance, plan: Plan,
     return data
 
 
+def format_tiers(instance: Instance) -> str:
+    """Every resource type's figure tier, as `heterps profile` reports what it wrote."""
+    lines = ["figures per resource type:"]
+    lines += [f"  {name}: {record.label()}"
+              for name, record in provenance.of_instance(instance).items()]
+    return "\n".join(lines)
+
+
 def format_provenance(instance: Instance, plan: Plan) -> list[str]:
     """One line per type the plan uses: the tier of its figures (heterps_core/provenance)."""
     records = provenance.of_plan(instance, plan)

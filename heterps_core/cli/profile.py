@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from heterps_core.cli import register
 from heterps_core.cli.base import Command
+from heterps_core.cli.output import format_tiers
 from heterps_core.errors import HeterPSError
 from heterps_core.limits import argument
 from heterps_core.progress import Progress
@@ -144,6 +145,7 @@ class ProfileCommand(Command):
         built = build_instance(profile, catalogue, args.target, args.samples, args.device_kind,
                                local=local, local_types=args.include_local)
         text = built.instance.to_json() + "\n"
+        print(format_tiers(built.instance), file=sys.stderr)
         if args.out:
             Path(args.out).write_text(text)
             print(f"wrote {args.out}", file=sys.stderr)

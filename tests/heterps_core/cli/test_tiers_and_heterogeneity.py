@@ -92,3 +92,23 @@ def test_a_bad_tier_is_exit_2_naming_the_field(
     code, _, err = run(capsys, "plan", str(path), "--json")
     assert code == 2
     assert "resources[1].provenance.tier" in err and "Traceback" not in err
+
+
+def test_profile_reports_and_writes_each_types_tier(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from heterps_core.hardware import default_catalogue
+
+    names = default_catalogue().names
+    out = tmp_path / "ctr.json"
+    code, _, err = run(capsys, "profile", "ctr_dnn", "--size", "tiny", "--batch-size", "64",
+                       "--threads", "1", "--clock", "cpu", "--warmup", "0", "--repeats", "1",
+                       "--target", "1000", "--device-kind", names[0], "--out", str(out))
+    assert code == 0, err
+    assert f"  {names[0]}: measured on this host (cpu (1 threads" in err
+    for name in names[1:]:
+        assert f"  {name}: estimated ±{100 * ESTIMATE_ERROR_BAND:.0f}% (roofline for {name})" \
+            in err
+    written = json.loads(out.read_text())
+    tiers = {r["name"]: r["provenance"]["tier"] for r in written["resources"]}
+    assert tiers == {name: "measured-here" if name == names[0] else "estimated"
+                     for name in names}
