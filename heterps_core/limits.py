@@ -81,7 +81,7 @@ LIMITS: dict[str, Limit] = {limit.name: limit for limit in (
     _limit("count", 1, 1_000_000, "units of one resource type", integer=True),
     _limit("memory_gb", 0, 1e6, "GB per unit", low_inclusive=False),
     _limit("network_gbps", 0, 1e5, "Gbit/s per unit", low_inclusive=False),
-    _limit("budget_s", 0.1, 600, "seconds of solver or training time"),
+    _limit("budget_s", 0.1, 600, "CPU seconds of solver or training time"),
     _limit("max_updates", 1, 20_000, "policy updates", integer=True),
     _limit("rl_samples", 2, 1_024, "plans sampled per update", integer=True),
     _limit("repeats", 1, 100, "profiler repeats per layer", integer=True),

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from typing import TYPE_CHECKING, TextIO
 
+from heterps_core.budget import Stopwatch
 from heterps_core.cli import register
 from heterps_core.cli.base import Command
 from heterps_core.cli.output import (
@@ -19,6 +19,7 @@ from heterps_core.cli.output import (
 )
 from heterps_core.errors import HeterPSError, InstanceError
 from heterps_core.instance import Instance
+from heterps_core.limits import argument
 from heterps_core.plan import Plan
 from heterps_core.progress import Progress, no_progress
 
@@ -108,8 +109,15 @@ class PlanCommand(Command):
         parser.add_argument("--seed", type=int, default=0, help="seed for stochastic schedulers")
         parser.add_argument(
             "--budget-s", type=float, default=None,
-            help="time budget in seconds, if it applies (exact: default 60, 'inf' for none; "
-                 "when reached, the best plan found and its certified gap)",
+            help="budget in CPU seconds of the solving thread, never wall time, so a busy "
+                 "machine gives the same plan (exact: default 60, 'inf' for none; when "
+                 "reached, the best plan found and its certified gap; rl: only a cap, "
+                 "default 600, the work is --updates)",
+        )
+        parser.add_argument(
+            "--updates", type=argument("max_updates"), default=None,
+            help="rl: policy updates on this instance (default 100; with --pretrained: "
+                 "fine-tune for that many, default none)",
         )
         parser.add_argument(
             "--progress", action=argparse.BooleanOptionalAction, default=None,
@@ -142,7 +150,8 @@ class PlanCommand(Command):
                 "--from-scratch", "cannot be combined with --pretrained (pick one start)"
             )
         options = {"seed": args.seed, "budget_s": args.budget_s, "pretrained": args.pretrained,
-                   "policy_only": args.policy_only, "from_scratch": args.from_scratch}
+                   "policy_only": args.policy_only, "from_scratch": args.from_scratch,
+                   "updates": args.updates}
         if args.scheduler == ALL:
             if len(variants) > 1:
                 raise InstanceError("--sync", "auto is not available with --scheduler all")
@@ -178,20 +187,21 @@ def _heterogeneity(instance: Instance, plan: Plan) -> Heterogeneity | None:
 
 class SolverProgress:
     """A scheduler's progress on stderr: one live line on a terminal, else a line per phase
-    and at most one every LOG_EVERY_S seconds within a phase (logs, CI)."""
+    and at most one every LOG_EVERY_S seconds within a phase (logs, CI). Each line shows the
+    wall seconds and the CPU seconds of the solving thread (what `--budget-s` counts)."""
 
     LOG_EVERY_S = 1.0
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
         self.live = stream.isatty()
-        self.started = time.perf_counter()
+        self.watch = Stopwatch()
         self._logged_at = -self.LOG_EVERY_S
         self._phase = ""
 
     def __call__(self, progress: Progress) -> None:
-        elapsed = time.perf_counter() - self.started
-        text = f"[{elapsed:6.1f} s] {progress.message}"
+        elapsed = self.watch.wall_s
+        text = f"[{elapsed:6.1f} s, {self.watch.cpu_s:6.1f} CPU-s] {progress.message}"
         phase = progress.message.split(";")[0]
         if self.live:
             self.stream.write("\r" + text[:150].ljust(150))

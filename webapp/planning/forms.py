@@ -22,8 +22,10 @@ class PlanningForm(forms.Form):
     samples = form_number("samples", required=False, label="Samples to train on",
                           help_text="optional; gives hours and total cost")
     schedulers = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple)
-    budget_s = form_number("budget_s", label="Budget per scheduler (s)", initial=5.0,
-                           max_value=services.MAX_BUDGET_S)
+    budget_s = form_number("budget_s", label="Budget per scheduler (CPU-s)", initial=5.0,
+                           max_value=services.MAX_BUDGET_S,
+                           help_text="CPU seconds of the solve, never wall time: a busy "
+                                     "server gives the same plans")
 
     def __init__(self, project: Project, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -62,6 +64,8 @@ class WhatIfForm(forms.Form):
 
 
 class RLTrainingForm(forms.Form):
-    budget_s = form_number("budget_s", label="Budget (s)", initial=10.0)
-    max_updates = form_number("max_updates", initial=300)
+    budget_s = form_number("budget_s", label="CPU cap (s)", required=False,
+                           help_text="optional; CPU seconds of training, never wall time")
+    max_updates = form_number("max_updates", label="Updates", initial=300,
+                              help_text="policy updates: the run's work")
     samples = form_number("rl_samples", label="Plans sampled per update", initial=64)

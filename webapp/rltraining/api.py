@@ -26,8 +26,11 @@ class RLTrainingRunSerializer(serializers.ModelSerializer):
 
 class StartTrainingSerializer(serializers.Serializer):
     request = api_id(help_text="planning request whose instance to train on")
-    budget_s = api_number("budget_s", required=False, default=10.0)
-    max_updates = api_number("max_updates", required=False, default=300)
+    budget_s = api_number("budget_s", required=False, allow_null=True, default=None,
+                          help_text="optional cap in CPU seconds of training (never wall "
+                                    "time); empty: none, the run is max_updates updates")
+    max_updates = api_number("max_updates", required=False, default=300,
+                             help_text="policy updates: the run's work budget")
     samples = api_number("rl_samples", required=False, default=64)
 
 

@@ -18,8 +18,11 @@ class RLTrainingRun(ProjectOwned):
                                 related_name="rl_runs")
     work = models.OneToOneField(Work, null=True, blank=True, on_delete=models.SET_NULL,
                                 related_name="rl_run")
-    budget_s = models.FloatField(default=10.0)
-    max_updates = models.PositiveIntegerField(default=300)
+    # The work is `max_updates`; `budget_s` is an optional cap in CPU seconds of the training
+    # thread (heterps_core/budget.py), so a busy server does not change the curve.
+    budget_s = models.FloatField(null=True, blank=True, default=None,
+                                 help_text="optional cap, CPU seconds")
+    max_updates = models.PositiveIntegerField(default=300, help_text="policy updates")
     samples = models.PositiveIntegerField(default=64, help_text="plans sampled per update")
     seed = models.IntegerField(default=0)
     curve = models.JSONField(default=list, blank=True)

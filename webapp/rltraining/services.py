@@ -1,5 +1,9 @@
 """RL training rules: start a run on a planning request's instance, train with heterps_core's
-REINFORCE loop, keep the per-update curve and the best plan it found."""
+REINFORCE loop, keep the per-update curve and the best plan it found.
+
+A run trains for `max_updates` policy updates, the work budget: the same run gives the same
+curve on a quiet and on a busy server. `budget_s` is only an optional cap, in CPU seconds of
+the training thread (heterps_core/budget.py), never wall time."""
 
 from __future__ import annotations
 
@@ -27,12 +31,13 @@ REPORT_EVERY_S = 0.2  # progress events carry the rows since the last one
 
 
 def start_training(
-    user: AnyUser, request: PlanningRequest, budget_s: float = 10.0,
+    user: AnyUser, request: PlanningRequest, budget_s: float | None = None,
     max_updates: int = 300, samples: int = 64, seed: int = 0,
 ) -> RLTrainingRun:
     check(user, request.project_id, Action.EDIT)
-    if not (math.isfinite(budget_s) and 0 < budget_s <= MAX_BUDGET_S):
-        raise ValidationError({"budget_s": f"must be between 0 and {MAX_BUDGET_S:g} seconds"})
+    if budget_s is not None and not (math.isfinite(budget_s) and 0 < budget_s <= MAX_BUDGET_S):
+        raise ValidationError({"budget_s": f"must be between 0 and {MAX_BUDGET_S:g} CPU "
+                                           "seconds (or empty: no cap)"})
     if not 1 <= max_updates <= MAX_UPDATES:
         raise ValidationError({"max_updates": f"must be between 1 and {MAX_UPDATES}"})
     if not 2 <= samples <= 1024:
@@ -82,6 +87,7 @@ def train(run_id: int, progress: ProgressCallback = no_progress) -> dict[str, An
     RLTrainingRun.objects.filter(pk=run_id).update(
         curve=curve, best_plan=best.to_dict() if best else None)
     return {"run": run_id, "updates": training.updates, "seconds": training.seconds,
+            "cpu_s": training.cpu_s, "capped": training.capped,
             "best_cost_per_hour": best.cost_per_hour if best else None}
 
 
@@ -113,5 +119,6 @@ def approvable_result(user: AnyUser, run: RLTrainingRun) -> Any:
         return PlanResult.objects.create(
             project_id=run.project_id, request=run.request, scheduler=name, plan=best,
             feasible=True, cost_per_hour=best.get("cost_per_hour"),
-            throughput=best.get("throughput"), solve_time_s=run.budget_s, gap_to_exact=gap,
+            throughput=best.get("throughput"), solve_time_s=best.get("solve_time_s"),
+            gap_to_exact=gap,
         )

@@ -177,3 +177,20 @@ def test_sync_flags_price_the_plan_and_are_recorded(capsys: pytest.CaptureFixtur
 def test_bad_micro_batches_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "plan", str(DATA / "tiny.json"), "--micro-batches", "0")
     assert code == 2 and "--micro-batches" in err
+
+
+def test_rl_trains_for_the_updates_asked_for(capsys: pytest.CaptureFixture[str]) -> None:
+    # --updates is the RL scheduler's work budget; the plan's notes say how many ran
+    code, out, _ = run(capsys, "plan", str(DATA / "tiny.json"), "--scheduler", "rl",
+                       "--updates", "5", "--json")
+    assert code == 0
+    notes = json.loads(out)["notes"]
+    assert any("5 of 5 updates" in note and "CPU-s" in note for note in notes), notes
+
+
+def test_bad_updates_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main(["plan", str(DATA / "tiny.json"), "--scheduler", "rl", "--updates", "0"])
+    assert caught.value.code == 2
+    err = capsys.readouterr().err
+    assert "--updates: must be greater than 0" in err and "Traceback" not in err

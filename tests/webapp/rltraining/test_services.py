@@ -45,6 +45,20 @@ def test_training_records_the_curve_and_a_plan_the_cost_model_agrees_with(
     assert login(personas.outsider).get(f"/rl/{run.pk}/").status_code == 404
 
 
+def test_without_a_cap_a_run_is_its_updates_and_the_page_says_so(
+    personas: Any, planning: Any, login: Any
+) -> None:
+    # the work budget is max_updates; no CPU cap unless asked for (issue 21)
+    run = services.start_training(personas.member, planning, max_updates=12, samples=8)
+    assert run.budget_s is None
+    result = services.train(run.pk)
+    assert result["updates"] == 12 and not result["capped"] and result["cpu_s"] > 0
+    run.refresh_from_db()
+    assert [row["update"] for row in run.curve] == list(range(1, 13))
+    page = login(personas.viewer).get(f"/rl/{run.pk}/").content.decode()
+    assert "12 updates." in page and "CPU-s" not in page
+
+
 def test_bad_training_requests_name_the_field(personas: Any, planning: Any) -> None:
     for kwargs, field in (({"budget_s": 0}, "budget_s"), ({"max_updates": 0}, "max_updates"),
                           ({"samples": 1}, "samples")):
