@@ -47,6 +47,7 @@ from heterps_core.schedulers.exact import exact_plan  # noqa: E402
 QUICK_MODELS = ("ctr_dnn", "dlrm")
 SYNCS = ("async", "bsp")
 BISECTIONS = 14  # the largest feasible target to within about 0.1% on a 10^6 range
+NOTES_BEGIN, NOTES_END = "<!-- reading: begin -->", "<!-- reading: end -->"
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,8 @@ def main() -> int:
                 print(f"done {name}, {variant}, {sync}", file=sys.stderr, flush=True)
     elapsed = time.time() - started
     command = "bench/heterogeneity.py " + " ".join(sys.argv[1:])
-    text = render(sweeps, command.strip(), elapsed, load_before, os.getloadavg(), args)
+    text = render(sweeps, command.strip(), elapsed, load_before, os.getloadavg(), args,
+                  kept_notes(Path(args.out)))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(text)
     print(f"wrote {args.out} in {elapsed:.0f} s", file=sys.stderr)
@@ -190,8 +192,17 @@ def why(instance: Instance, plan: Plan, built: BuiltInstance) -> str:
     return "; ".join(parts)
 
 
+def kept_notes(path: Path) -> str:
+    """The hand-written reading of an earlier run, kept between the markers (rerunning the
+    bench keeps it; its date says which run it read)."""
+    text = path.read_text() if path.exists() else ""
+    if NOTES_BEGIN in text and NOTES_END in text:
+        return text.split(NOTES_BEGIN, 1)[1].split(NOTES_END, 1)[0]
+    return "## Reading\n\n(none yet)"
+
+
 def render(sweeps: list[Sweep], command: str, elapsed: float, load_before: tuple[float, ...],
-           load_after: tuple[float, ...], args: argparse.Namespace) -> str:
+           load_after: tuple[float, ...], args: argparse.Namespace, notes: str) -> str:
     now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     catalogue = default_catalogue()
     gpus = ", ".join(f"{k.name} {k.precision}" for k in catalogue.kinds if k.kind == "gpu")
@@ -222,22 +233,28 @@ def render(sweeps: list[Sweep], command: str, elapsed: float, load_before: tuple
         "",
         "## Summary",
         "",
+        "*heterogeneous optima*: the optimum pays for more than one type (its server "
+        "included); *stages mixed*: its stages alone run on more than one type.",
+        "",
         "| model | variant | sync | feasible range (samples/s) | heterogeneous optima | "
-        "ratio median | ratio max | types in the optima |",
-        "|---|---|---|---|---|---|---|---|",
+        "stages mixed | ratio median | ratio max | types in the optima |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for s in sweeps:
         if not s.rows:
-            lines.append(f"| {s.model} | {s.variant} | {s.sync} | {s.note} | - | - | - | - |")
+            lines.append(f"| {s.model} | {s.variant} | {s.sync} | {s.note} | - | - | - | - "
+                         "| - |")
             continue
         ratios = [r.against.ratio for r in s.rows if r.against.ratio is not None]
         mixed = sum(1 for r in s.rows if r.against.heterogeneous)
+        staged = sum(1 for r in s.rows if len({st.resource for st in r.plan.stages}) > 1)
         types = sorted({t for r in s.rows for t in r.against.mix})
         lines.append(
             f"| {s.model} | {s.variant} | {s.sync} | {s.low:,.0f} .. {s.high:,.0f} | "
-            f"{mixed}/{len(s.rows)} | "
+            f"{mixed}/{len(s.rows)} | {staged}/{len(s.rows)} | "
             f"{_ratio(statistics.median(ratios) if ratios else None)} | "
             f"{_ratio(max(ratios) if ratios else None)} | {', '.join(types)} |")
+    lines += ["", NOTES_BEGIN, notes.strip(), NOTES_END]
     for s in sweeps:
         lines += ["", f"## {s.model}, {s.variant}, {s.sync}", ""]
         if not s.rows:
