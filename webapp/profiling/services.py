@@ -85,7 +85,17 @@ def layer_table(run: ProfileRun | None) -> dict[str, Any]:
     ordered = [rows[i] for i in sorted(rows)]
     for row in ordered:
         row["cells"] = [row["cells"].get(name) for name in resources]
-    return {"resources": resources, "rows": ordered}
+    return {"resources": resources, "rows": ordered,
+            "headers": [_header(name, run) for name in resources]}
+
+
+def _header(resource: str, run: ProfileRun) -> str:
+    """A column's name, with the precision a GPU type's figures train at (issue 21)."""
+    from webapp.catalogue.models import ResourceType
+
+    found = ResourceType.objects.filter(project_id=run.project_id, name=resource).first()
+    precision = found.precision_label if found is not None else ""
+    return f"{resource} · {precision}" if precision else resource
 
 
 def layer_chart(table: dict[str, Any]) -> dict[str, Any]:
@@ -138,6 +148,11 @@ def _measured(run: ProfileRun, profile: ModelProfile) -> list[LayerResult]:
     ]
 
 
+def _at(detail: dict[str, Any]) -> str:
+    """' at tf32' for a GPU figure estimated at a precision, else ''."""
+    return f" at {detail['precision']}" if "precision" in detail else ""
+
+
 def _estimated(run: ProfileRun, profile: ModelProfile) -> list[LayerResult]:
     resource_types = list(ResourceType.objects.filter(project_id=run.project_id))
     if not resource_types:
@@ -147,7 +162,8 @@ def _estimated(run: ProfileRun, profile: ModelProfile) -> list[LayerResult]:
     return [
         LayerResult(run=run, index=index[f.layer].index, layer=f.layer, kind=index[f.layer].kind,
                     resource=f.resource, seconds=f.seconds, source=f.source,
-                    device=f"{f.device} (roofline from {profile.device.label})"[:120],
+                    device=f"{f.device}{_at(f.detail)} (roofline from "
+                           f"{profile.device.label})"[:120],
                     memory_gb=index[f.layer].memory_bytes / 1e9)
         for f in built.figures
     ]

@@ -81,3 +81,21 @@ def test_pages_and_api_show_and_keep_the_precision(personas: Any, login: Any) ->
                                                    "precision": "int8"},
                           content_type="application/json")
     assert refused.status_code == 400 and "precision" in refused.json()
+
+
+def test_the_profile_page_names_each_gpu_columns_precision(personas: Any, login: Any,
+                                                            zoo_model: Any,
+                                                            tiny_profile: ModelProfile) -> None:
+    from webapp.profiling.models import ProfileRun
+    from webapp.profiling.services import record_profile
+
+    _gpu(personas, "gpu-a100", "a100-amp", "amp")
+    run = ProfileRun.objects.create(project=personas.project, model=zoo_model,
+                                    batch_size=tiny_profile.batch_size)
+    record_profile(run.pk, tiny_profile)
+    page = login(personas.member).get(f"/profiling/{run.pk}/").content.decode()
+    assert "a100-amp · amp (ms)" in page
+    assert "gpu-a100 at amp (roofline from" not in page  # only its own type
+    assert "a100-amp at amp (roofline from" in page  # the figure's hover says it too
+    model_page = login(personas.member).get(f"/models/{zoo_model.pk}/").content.decode()
+    assert "a100-amp · amp (ms)" in model_page
