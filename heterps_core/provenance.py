@@ -87,7 +87,7 @@ class ResourceProvenance:
         """A table cell: 'measured here', 'estimated ±25%', 'mixed'."""
         if self.counts:
             return "mixed"
-        return SHORT[self.tier] + self._band_text()
+        return SHORT[self.tier] + (self._band_text() if self.tier == Tier.ESTIMATED else "")
 
     def label(self) -> str:
         """A sentence part: 'estimated ±25% (roofline for gpu-t4)'."""
@@ -96,10 +96,15 @@ class ResourceProvenance:
                      for t, n in sorted(self.counts, key=lambda c: _RANK[Tier(c[0])])]
             return "mixed: " + ", ".join(parts)
         where = f" ({self.device})" if self.device else ""
-        return WORDS[self.tier] + self._band_text() + where
+        band = self._band_text() if self.tier == Tier.ESTIMATED else ""
+        return WORDS[self.tier] + band + where
 
     def _band_text(self) -> str:
-        return f" ±{100 * self.band:.0f}%" if self.band is not None else ""
+        # An estimated record always carries a band: its own, else the validation's now.
+        band = self.band
+        if band is None and (self.tier == Tier.ESTIMATED or self.counts):
+            band = estimate_band()
+        return f" ±{100 * band:.0f}%" if band is not None else ""
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"tier": self.tier.value}

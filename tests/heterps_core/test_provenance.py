@@ -65,6 +65,9 @@ def test_the_record_round_trips_through_the_instance_json() -> None:
     assert gpu.tier is Tier.ESTIMATED and not gpu.measured
     assert gpu.label() == "estimated ±25% (roofline for gpu)"
     assert cpu.label() == "measured by an agent of its type (w1: cuda)"
+    # an estimated record without its own band says the validation's
+    bare = ResourceProvenance(Tier.ESTIMATED)
+    assert bare.label() == f"estimated ±{100 * ESTIMATE_ERROR_BAND:.0f}%"
 
 
 @pytest.mark.parametrize(("provenance", "field", "problem"), [
