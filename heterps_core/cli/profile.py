@@ -162,7 +162,7 @@ class ProfileCommand(Command):
 
 def _local(args: argparse.Namespace, profile: ModelProfile) -> LocalMeasure:
     from heterps_core.profiler.calibrate import utc_now
-    from heterps_core.profiler.local import LocalMeasure, loopback_gbps, runtime_steps
+    from heterps_core.profiler.local import LocalMeasure, loopback, runtime_steps
 
     if args.include_local < 0 or args.import_spec:
         raise HeterPSError("--include-local needs a zoo MODEL and N >= 1")
@@ -172,9 +172,10 @@ def _local(args: argparse.Namespace, profile: ModelProfile) -> LocalMeasure:
         args.model, args.size, profile.batch_size, args.threads, max(10, args.repeats),
         args.seed, optimizer=profile.optimizer,
     )
-    gbps = loopback_gbps(max(steps.outputs_mb[:-1] or (0.0,)) or 1.0)
-    return LocalMeasure(steps.seconds, gbps, args.threads, utc_now(), steps.rows, steps.row_s,
-                        steps.spreads, steps.cpu_use, steps.repeats)
+    link = loopback(max(steps.outputs_mb[:-1] or (0.0,)) or 1.0)
+    return LocalMeasure(steps.seconds, link.gbps, args.threads, utc_now(), steps.rows,
+                        steps.row_s, steps.spreads, steps.cpu_use, steps.repeats, link.spread,
+                        steps.row_s_spread)
 
 
 def _precision(args: argparse.Namespace) -> Precision:
@@ -221,6 +222,10 @@ def format_measured(profile: ModelProfile, local: LocalMeasure | None) -> str:
             spread = local.spreads[i] if local.spreads else None
             row += f" {local.seconds[i] * 1e3:>11.3f} {_pm(spread):>7} {local.repeats:>5}"
         lines.append(row)
+    if local is not None:
+        lines.append(f"  loopback {local.network_gbps:.1f} Gbit/s {_pm(local.network_spread)}; "
+                     f"the server's time per row {local.row_s * 1e6:.3f} us "
+                     f"{_pm(local.row_s_spread)} (in the band: the layers' spreads only)")
     for what, use in (("timing the layers", profile.cpu_use),
                       ("timing the stages", local.cpu_use if local else None)):
         if use is not None:

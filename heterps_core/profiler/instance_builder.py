@@ -164,6 +164,7 @@ def _add_local(
                  "step, first layer incl. producing the batch, sparse layers through the "
                  "remote-table path (the shard's part apart), median of the batches timed",
                  "median_spread": spread, "repeats": local.repeats,
+                 "network_spread": local.network_spread, "row_s_spread": local.row_s_spread,
                  "cpu_use": local.cpu_use.to_dict() if local.cpu_use else None},
             ))
     data["parameter_server"] = {

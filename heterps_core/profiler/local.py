@@ -40,6 +40,8 @@ class LocalMeasure:
     spreads: tuple[float | None, ...] = ()  # per layer: the median's relative 95% half-width
     cpu_use: CpuUse | None = None  # the process's CPU time against the cores' while timing
     repeats: int = 0  # mini-batches timed
+    network_spread: float | None = None  # the loopback's median round trip's (Link.spread)
+    row_s_spread: float | None = None  # StepTimes.row_s_spread
 
     @property
     def under_load(self) -> bool:
@@ -82,6 +84,9 @@ class StepTimes:
     spreads: tuple[float | None, ...] = ()  # per layer: the median's relative 95% half-width
     cpu_use: CpuUse | None = None  # over the timed mini-batches
     repeats: int = 0  # mini-batches timed (more than asked under `repeat_until_known`)
+    # row_s is a mean over a run's length (see SERVER_BATCHES), not a median: its spread is
+    # the mean's 95% half-width over the mini-batches' own row times, relative.
+    row_s_spread: float | None = None
 
 
 def runtime_step_seconds(
@@ -185,9 +190,17 @@ def runtime_steps(
             tuple(statistic(t[2:]) for t in times), tuple(outputs),
             tuple(r / timed for r in rows), served_s / served_n if served_n else 0.0,
             tuple(median_spread(sorted(t[2:])) for t in times), use, timed,
+            _mean_spread([seconds / n for seconds, n in per_row if n]),
         )
     finally:
         torch.set_num_threads(previous)
+
+
+def _mean_spread(samples: list[float]) -> float | None:
+    """The relative 95% half-width of the mean of `samples` (normal approximation)."""
+    if len(samples) < 2 or statistics.fmean(samples) <= 0:
+        return None
+    return 1.96 * statistics.stdev(samples) / len(samples) ** 0.5 / statistics.fmean(samples)
 
 
 class _ServerProbe:
@@ -260,35 +273,70 @@ def _boundary_mb(model: Any, context: dict[str, torch.Tensor], i: int) -> float:
     return sum(context[n].numel() * context[n].element_size() for n in names) / 1e6
 
 
-def _ping(rank: int, port: int, floats: int, rounds: int, result: Any) -> None:
+def _ping(rank: int, port: int, floats: int, rounds: int, result: Any, target: float,
+          cap: int) -> None:
+    """Round trips in blocks of `rounds` until the median's spread is at most `target` or
+    `cap` were timed (rank 0 decides and tells rank 1); result: [median s, spread, n]."""
     import torch.distributed as dist
 
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
     buffer = torch.zeros(floats)
-    times = []
-    for _ in range(rounds + 3):
-        t0 = time.perf_counter()
+    more = torch.ones(1)
+    times: list[float] = []
+    while more.item():
+        for _ in range(rounds + (3 if not times else 0)):  # three warm-up trips at first
+            t0 = time.perf_counter()
+            if rank == 0:
+                dist.send(buffer, 1)
+                dist.recv(buffer, 1)
+            else:
+                dist.recv(buffer, 0)
+                dist.send(buffer, 0)
+            times.append(time.perf_counter() - t0)
         if rank == 0:
-            dist.send(buffer, 1)
-            dist.recv(buffer, 1)
+            timed = sorted(times[3:])
+            spread = median_spread(timed)
+            known = spread is not None and spread <= target
+            more[0] = 0.0 if known or len(timed) + rounds > cap else 1.0
+            dist.send(more, 1)
         else:
-            dist.recv(buffer, 0)
-            dist.send(buffer, 0)
-        times.append(time.perf_counter() - t0)
+            dist.recv(more, 0)
     if rank == 0:
-        result.value = sorted(times[3:])[rounds // 2]
+        timed = sorted(times[3:])
+        spread = median_spread(timed)
+        result[0], result[1], result[2] = statistics.median(timed), \
+            -1.0 if spread is None else spread, len(timed)
     dist.destroy_process_group()
 
 
-def loopback_gbps(megabytes: float, rounds: int = 50) -> float:
+@dataclass(frozen=True)
+class Link:
+    """The loopback's one-way bandwidth, the spread of its median round trip, and how many."""
+
+    gbps: float
+    spread: float | None
+    rounds: int
+
+
+def loopback(megabytes: float, rounds: int = 50) -> Link:
     """One-way Gbit/s of a gloo message of this size between two local processes (the
-    median round trip carries it twice)."""
+    median round trip carries it twice); under `measure.repeat_until_known`, more blocks of
+    `rounds` until the median is known."""
     import torch.multiprocessing as mp
 
-    result = mp.get_context("spawn").Value("d", 0.0)
+    precision = current_precision(rounds)
+    result = mp.get_context("spawn").Array("d", 3)
     with socket.socket() as probe:  # a free port for the pair's rendezvous
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    mp.spawn(_ping, args=(port, max(1, int(megabytes * 1e6 / 4)), rounds, result), nprocs=2)
-    return 2 * max(megabytes, 4e-6) * 1e6 * 8 / result.value / 1e9
+    cap = max(rounds, precision.max_repeats * 10)  # round trips are cheap: ten times the cap
+    mp.spawn(_ping, args=(port, max(1, int(megabytes * 1e6 / 4)), rounds, result,
+                          precision.target, cap), nprocs=2)
+    median, spread, n = result[:]
+    return Link(2 * max(megabytes, 4e-6) * 1e6 * 8 / median / 1e9,
+                None if spread < 0 else spread, int(n))
+
+
+def loopback_gbps(megabytes: float, rounds: int = 50) -> float:
+    return loopback(megabytes, rounds).gbps
