@@ -116,9 +116,9 @@ def iterated_polish(
     stop when `budget` is spent or after `patience` kicks in a row that found nothing better.
     Returns (assignment, outcome, kicks that improved)."""
     rng = np.random.default_rng(seed)
-    first = SearchBudget()
-    best, best_out, _ = polish(costs, mask, assignment, outcome, first)
-    budget.first_polish = first.used
+    to_the_end = SearchBudget()
+    best, best_out, _ = polish(costs, mask, assignment, outcome, to_the_end)
+    budget.first_polish = to_the_end.used
     wins = 0
     idle = 0
     n = len(best)
