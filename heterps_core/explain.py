@@ -188,6 +188,12 @@ def _without(instance: Instance, resource: str, solver: Any) -> Plan:
         layer["compute_s"].pop(resource, None)
         if not layer["compute_s"]:
             return infeasible_plan("exact", f"layer {layer['name']} runs only on {resource}")
+    server = data.get("parameter_server")
+    if server is not None:  # v2: the server may no longer sit on the type left out
+        server["hosts"] = [h for h in server["hosts"] if h != resource]
+        server.get("row_s", {}).pop(resource, None)
+        if not server["hosts"]:
+            return infeasible_plan("exact", f"only {resource} may host the parameter server")
     plan: Plan = solver(Instance.from_dict(data))
     return plan
 

@@ -9,7 +9,7 @@ import pytest
 from heterps_core.costmodel import evaluate
 from heterps_core.errors import InstanceError
 from heterps_core.explain import explain, verdict, what_if
-from heterps_core.generate import random_instance
+from heterps_core.generate import random_instance, with_parameter_server
 from heterps_core.instance import Instance
 from heterps_core.schedulers.exact import exact_plan
 
@@ -93,3 +93,20 @@ def test_what_if_bad_input() -> None:
     with pytest.raises(InstanceError) as info:
         what_if(inst, "gpu", price_per_hour=-1)
     assert info.value.field == "resources[1].price_per_hour"
+
+
+def test_best_without_a_server_host_keeps_the_server_on_the_other_hosts() -> None:
+    inst = with_parameter_server(random_instance(0, 8, 3).as_v2("async"))
+    plan = exact_plan(inst)
+    hosts = set(inst.parameter_server.hosts) if inst.parameter_server else set()
+    assert hosts & set(plan.assignment or ())  # a stage sits on a host type
+    alternatives = explain(inst, plan).alternatives
+    without = [a for a in alternatives if a.label.startswith("best without")]
+    assert without
+    for alt in without:
+        gone = alt.label.removeprefix("best without ")
+        if alt.plan.feasible:
+            assert gone not in (alt.plan.assignment or ())
+            assert alt.plan.parameter_server is None or alt.plan.parameter_server.resource != gone
+        else:
+            assert alt.plan.reason
