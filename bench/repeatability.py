@@ -169,6 +169,25 @@ def write(rows: list[Row], profiles: list[Profiled], out: Path, command: str, se
             + " | ".join(f"{p:,.0f}" for p in r.predicted)
             + f" | {r.spread:.1%} | {bands} | {r.measured:,.0f} | {errors} | {r.load:.1f} |"
         )
+    lines += [
+        "",
+        "### What each profile measured",
+        "",
+        "The figures the predictions come from, per profile: the stage time of every layer on "
+        "local-1 summed, the server's time per row, the loopback link, and the share of the "
+        "cores others held. The one that moves between profiles is what moved the predictions.",
+        "",
+        "| profile | layers on local-1, ms per batch | server time per row, us "
+        "| loopback, Gbit/s | cores held by others |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for k, p in enumerate(profiles):
+        inst = p.instance
+        row_s = inst.parameter_server.row_s.get("local-1", 0.0) if inst.parameter_server \
+            else 0.0
+        compute = sum(layer.compute_s["local-1"] for layer in inst.layers)
+        lines.append(f"| {k + 1} | {compute * 1e3:.3f} | {row_s * 1e6:.3f} "
+                     f"| {inst.resource('local-1').network_gbps:.1f} | {p.held:.0%} |")
     lines.append("")
     out.parent.mkdir(parents=True, exist_ok=True)
     existing = out.read_text() if out.exists() else ""
