@@ -106,6 +106,8 @@ class Heterogeneity:
         against = (f"the best single-type plan (all on {best_types}, "
                    f"${best.cost_per_hour or 0:,.3f}/h) costs {ratio:.2f}x this plan")
         if not self.heterogeneous:
+            if types_used(best) == self.mix and math.isclose(ratio, 1.0, rel_tol=1e-9):
+                return f"homogeneous plan (all on {mix}): the best single-type plan itself"
             return f"homogeneous plan (all on {mix}); {against}"
         verdict = "heterogeneity pays" if ratio > 1 + 1e-9 else "heterogeneity does not pay"
         return f"{verdict}: this plan mixes {mix}; {against}"
