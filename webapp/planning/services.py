@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, cast
 
 from django.core.exceptions import ValidationError
@@ -21,7 +22,7 @@ from heterps_core.plan import Plan
 from heterps_core.profiler.instance_builder import build_instance
 from heterps_core.profiler.result import ModelProfile
 from heterps_core.progress import Progress, ProgressCallback, no_progress
-from heterps_core.provenance import ResourceProvenance, of_instance, stamp, summarise
+from heterps_core.provenance import ResourceProvenance, Tier, of_instance, stamp, summarise
 from webapp.background.services import start_work
 from webapp.catalogue.models import ResourceType
 from webapp.modelzoo.models import RegisteredModel
@@ -154,6 +155,20 @@ def build_request_instance(
     return built.instance, provenance, run.pk
 
 
+def _why_estimated(records: dict[str, ResourceProvenance],
+                   run_id: int | None) -> dict[str, ResourceProvenance]:
+    """An estimated type's record with the profile run's reason no agent measured it."""
+    from webapp.profiling.models import Origin, ResourceProfile
+    from webapp.profiling.remote import roofline_note
+
+    prefix = roofline_note("")
+    notes = {o.resource: o.note.removeprefix(prefix) for o in ResourceProfile.objects.filter(
+        run_id=run_id, origin=Origin.ESTIMATED).exclude(note="")} if run_id else {}
+    return {name: replace(r, device=f"{r.device}; {notes[name]}")
+            if r.tier == Tier.ESTIMATED and notes.get(name) else r
+            for name, r in records.items()}
+
+
 def _check_stored_types(resource_types: list[ResourceType]) -> None:
     """Rows stored before the catalogue's validation (or by hand) are named, with the field,
     instead of failing later as `resources[2].price_per_hour`."""
@@ -203,7 +218,7 @@ def start_planning(
     if adjust is not None:
         instance, provenance = adjust(instance, provenance)
     # Each type's tier, from its figures as finally stored (an agent's, a run's corrections).
-    instance = stamp(instance, summarise(provenance))
+    instance = stamp(instance, _why_estimated(summarise(provenance), run_id))
     with transaction.atomic():
         request = PlanningRequest.objects.create(
             project_id=model.project_id, model=model, cluster=cluster, profile_run_id=run_id,

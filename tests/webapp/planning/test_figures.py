@@ -105,3 +105,17 @@ def test_a_request_stored_before_tiers_reads_from_its_figures(
     # measured, but an old record does not say where: unknown, never "measured here"
     assert tiers[first].tier is Tier.UNKNOWN
     assert {r.tier for n, r in tiers.items() if n != first} == {Tier.ESTIMATED}
+
+
+def test_an_estimated_type_says_why_no_agent_measured_it(
+        personas: Any, profiled: ProfileRun, cluster: Any) -> None:
+    ResourceProfile.objects.create(
+        run=profiled, resource="t4", origin=Origin.ESTIMATED,
+        resource_type=ResourceType.objects.get(project=personas.project, name="t4"),
+        note=remote.roofline_note("no worker serves t4 (queue heterps.res.t4)"))
+    request = services.start_planning(personas.member, profiled.model, cluster, 1_000,
+                                      ["exact"])
+    t4 = services.figure_tiers(request)["t4"]
+    assert t4.tier is Tier.ESTIMATED
+    assert t4.label() == (f"estimated {BAND} (roofline for t4; no worker serves t4 "
+                          "(queue heterps.res.t4))")
