@@ -250,7 +250,8 @@ def _seconds(trained: InstanceTraining) -> str:
 def _capped(trained: InstanceTraining, cap_s: float) -> str:
     if not trained.capped:
         return ""
-    return f"; stopped by the {cap_s:g} CPU-s cap (raise --budget-s or lower --updates)"
+    return (f"; stopped by the {cap_s:g} CPU-s cap before its updates were done (a larger "
+            "budget or fewer updates lets it finish)")
 
 
 def _warm_start() -> LayerPolicy | None:

@@ -204,7 +204,8 @@ def start_planning(
     if samples is not None and not (math.isfinite(samples) and samples > 0):
         raise ValidationError({"samples": "must be greater than 0 (or empty)"})
     if not 0 < budget_s <= MAX_BUDGET_S:
-        raise ValidationError({"budget_s": f"must be between 0 and {MAX_BUDGET_S:g} seconds"})
+        raise ValidationError({"budget_s": f"must be between 0 and {MAX_BUDGET_S:g} CPU "
+                                                "seconds"})
     names = list(dict.fromkeys(scheduler_names))
     if not names:
         raise ValidationError({"schedulers": "pick at least one scheduler"})

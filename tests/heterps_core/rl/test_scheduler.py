@@ -101,3 +101,24 @@ def test_policy_only_infeasible_says_the_policy_sampled_nothing(infeasible) -> N
     plan = schedulers.create("rl", seed=0, budget_s=1, policy_only=True).plan(infeasible)
     assert not plan.feasible and "sampled no feasible plan" in plan.reason
     assert plan.notes[0].startswith("produced by: nothing feasible")
+
+
+def test_the_cpu_cap_stops_training_and_the_notes_say_so(tiny) -> None:
+    # --budget-s is only a cap: it cuts a long run short, in CPU seconds, and says so
+    result = plan_with_rl(tiny, seed=0, updates=20_000, budget_s=0.5, policy_only=True)
+    assert 0 < result.updates < 20_000 and result.train_s >= 0.5
+    assert any("stopped by the 0.5 CPU-s cap" in note for note in result.final.notes)
+
+
+def test_the_local_search_counts_its_evaluations(capped) -> None:
+    from heterps_core.rl.search import SearchBudget, iterated_polish
+
+    costs = AssignmentCosts(capped)
+    start = [0] * costs.n_layers
+    budget = SearchBudget(evaluations=50)
+    _, out, _ = iterated_polish(costs, Problem(capped).mask, start, costs.outcome(start), budget)
+    # the first local search always reaches its local optimum; the kicks stop at 50
+    assert budget.first_polish > 0 and 50 <= budget.used <= 50 + 1
+    again = SearchBudget(evaluations=50)
+    _, out2, _ = iterated_polish(costs, Problem(capped).mask, start, costs.outcome(start), again)
+    assert (out2, again.used, again.first_polish) == (out, budget.used, budget.first_polish)
