@@ -2,8 +2,9 @@
 
 Per layer and resource kind, compute_s is the measured median when the kind is the profiled
 device (`measured_kind`), otherwise the roofline estimate from that measurement. Every figure
-is kept with its provenance (measured or estimated, on what, when) beside the instance, whose
-schema has no room for it.
+is kept with its provenance (measured or estimated, on what, when) beside the instance; the
+instance itself carries each resource type's summary, its tier (`resources[i].provenance`,
+heterps_core/provenance.py).
 """
 
 from __future__ import annotations
