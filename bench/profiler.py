@@ -4,7 +4,8 @@ that stage's layers together (forward + backward), for every zoo model, on this 
     .venv/bin/python bench/profiler.py                      # the documented run, writes the doc
     .venv/bin/python bench/profiler.py --quick --out -      # a smoke run, prints the tables
     .venv/bin/python bench/profiler.py --validate           # only the GPU validation table
-                                                            # (issue 18; rewrites that section)
+                                                            # (issues 18, 21; rewrites that
+                                                            # section; about 3 min)
 
 A stage is every contiguous run of two or more layers. Layers and stages are timed in
 interleaved rounds (one timed run of each per round, after warm-up rounds), so load from other
@@ -16,12 +17,13 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import math
 import os
 import platform
 import statistics
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -30,8 +32,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from heterps_core import zoo  # noqa: E402
+from heterps_core.hardware.published import PublishedFigure  # noqa: E402
 from heterps_core.profiler.chain import StageRunner, forward_context  # noqa: E402
 from heterps_core.profiler.measure import CLOCKS, Measurement  # noqa: E402
+from heterps_core.profiler.result import ModelProfile  # noqa: E402
 
 MIN_STAGE_S = 1e-3
 CLOCK_TEXT = {
@@ -191,7 +195,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=21)
     parser.add_argument("--quick", action="store_true", help="tiny sizes, few rounds")
     parser.add_argument("--validate", action="store_true",
-                        help="only the GPU estimates against published figures (issue 18)")
+                        help="only the GPU estimates of the zoo's models against published "
+                             "figures (issues 18, 21); with --quick, 64x smaller batches")
     parser.add_argument("--out", default=str(ROOT / "docs" / "benchmarks" / "profiler.md"),
                         help="markdown file, or - for stdout")
     args = parser.parse_args()
@@ -201,7 +206,7 @@ def main() -> int:
         args.size, args.rounds, args.warmup = "tiny", 5, 1
     torch.set_num_threads(args.threads)
     if args.validate:
-        return write_validation(Path(args.out))
+        return write_validation(Path(args.out), quick=args.quick)
     started = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M")
     load_start = _load()
     t0 = time.perf_counter()
@@ -222,181 +227,180 @@ def main() -> int:
     return 0
 
 
-# ---- GPU estimates against published figures (issue 18) ----
+# ---- GPU estimates against published figures (issues 18, 21) ----
 
 VALIDATION_BEGIN = "<!-- gpu validation: begin -->"
 VALIDATION_END = "<!-- gpu validation: end -->"
-GOAL = 0.30
+GOAL = 0.25
 SWEEP = (1024, 4096, 16384, 32768)
+ACCEPTANCE = (("gpu-v100", "fp32"), ("gpu-a100", "tf32"), ("gpu-a100", "amp"))
 
 
-def _published_counts() -> dict[int, object]:
-    from heterps_core.profiler.published import count_published_dlrm
+def _profiles(keys: set[tuple[str, str, int]]) -> dict[tuple[str, str, int], ModelProfile]:
+    """One count per (model, size, batch): the profile `heterps profile` takes (each layer
+    timed once; a GPU figure needs only its operator counts)."""
+    from heterps_core.profiler import ProfileOptions, profile_zoo_model
 
-    counts = {}
-    for batch in SWEEP:
-        print(f"counting the published DLRM at batch {batch} ...", file=sys.stderr, flush=True)
-        counts[batch] = count_published_dlrm(batch)
-    return counts
-
-
-def _zoo_chain_count(batch: int) -> list[object]:
-    """Our zoo DLRM chain (carried columns and all) at the published configuration."""
-    from heterps_core.profiler.counting import count_ops
-    from heterps_core.zoo.base import ModelConfig
-
-    model_def = zoo.get("dlrm")
-    config = ModelConfig(vocab_sizes=(100_000,) * 26, embedding_dim=128,
-                         hidden=(1024, 1024, 512, 256), extra={"bottom": (512, 256)})
-    model = model_def.build(config).train()
-    inputs, labels = next(model_def.batches(config, batch))
-    context = forward_context(model, inputs)
-    counts = []
-    for i in range(len(model.layers)):
-        runner = StageRunner(model, context, labels, i, i)
-        counts.append(count_ops(lambda r=runner: r.run(r.prepare())))
-    return counts
+    profiles = {}
+    for model, size, batch in sorted(keys):
+        print(f"counting {model} {size} at batch {batch:,} ...", file=sys.stderr, flush=True)
+        options = ProfileOptions(threads=torch.get_num_threads(), warmup=0, repeats=1,
+                                 optimizer=zoo.get(model).default_optimizer)
+        profiles[(model, size, batch)] = profile_zoo_model(model, options, size=size,
+                                                           batch_size=batch)
+    return profiles
 
 
-def _direction(errors: list[float]) -> str:
-    """'all N rows estimated too slow, by 8-26%' (or the mixed case)."""
-    slow = [e for e in errors if e < 0]
-    if len(slow) == len(errors):
-        low, high = min(-e for e in slow), max(-e for e in slow)
-        return f"all {len(errors)} rows are estimated too slow, by {low:.0%}-{high:.0%}"
-    return (f"{len(slow)} of {len(errors)} rows estimated too slow, errors "
-            f"{min(errors):+.0%} to {max(errors):+.0%}")
+def _residual(fig: PublishedFigure, error: float, parts: dict[str, float]) -> str:
+    """Why this row's estimate differs from the published figure, in the row's own terms."""
+    if fig.note:
+        return f"not like with like: {fig.note}"
+    total = sum(parts.values())
+    share = {k: v / total for k, v in parts.items()}
+    fused = ("XLA fuses elementwise chains" if "TensorFlow2" in fig.source
+             else "fused kernels (26 lookups in one, dot interaction, MLP epilogues, sparse "
+                  "SGD)")
+    return (f"{'too slow' if error < 0 else 'too fast'}: {fused}; our eager count has "
+            f"{share['memory']:.0%} elementwise/copy, {share['launch']:.0%} launches, "
+            f"{share['gather']:.0%} gathers, {share['gemm']:.0%} products at 0.8 x "
+            f"{fig.precision} peak")
 
 
-def write_validation(out: Path) -> int:
-    from dataclasses import replace
-
+def write_validation(out: Path, quick: bool = False) -> int:
     from heterps_core.hardware import default_catalogue
-    from heterps_core.hardware.roofline import estimate_operators
-    from heterps_core.profiler.published import PUBLISHED, published_kind
+    from heterps_core.hardware.accuracy import ESTIMATE_ERROR_BAND
+    from heterps_core.hardware.published import PUBLISHED, published_kind
+    from heterps_core.profiler.models import estimate_profile
 
     started = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M")
     t0 = time.perf_counter()
+    cpu0 = time.process_time()
+    scale = 64 if quick else 1  # a smoke run counts 64x smaller batches (errors meaningless)
     catalogue = default_catalogue()
-    counts = _published_counts()
-    rows, errors, signed, errors_06 = [], [], [], []
+    sweep = tuple(b // scale for b in SWEEP)
+    keys = {(f.model, f.size, f.batch_size // scale) for f in PUBLISHED}
+    keys |= {("dlrm", "criteo-1tb", b) for b in sweep}
+    profiles = _profiles(keys)
+    rows, counted, acceptance = [], [], []
     for fig in PUBLISHED:
+        batch = fig.batch_size // scale
         kind = published_kind(fig, catalogue)
-        est = estimate_operators(counts[fig.batch_size], kind)  # type: ignore[arg-type]
-        at_06 = estimate_operators(counts[fig.batch_size],  # type: ignore[arg-type]
-                                   replace(kind, compute_efficiency=0.6))
-        rate = fig.batch_size / est.seconds
-        error = rate / fig.samples_per_s - 1
-        old_release = bool(fig.note)
-        error_06 = fig.batch_size / at_06.seconds / fig.samples_per_s - 1
-        if not old_release:
-            errors.append(abs(error))
-            signed.append(error)
-            errors_06.append(error_06)
-        verdict = "yes" if abs(error) <= GOAL else "no"
+        est = estimate_profile(profiles[(fig.model, fig.size, batch)], kind)
+        parts = {op.name: op.seconds or 0.0 for op in est.operators}
+        error = est.samples_per_s / fig.samples_per_s - 1
+        if fig.counted:
+            counted.append((fig, error))
+            if (fig.kind, fig.precision) in ACCEPTANCE and batch == 32768:
+                acceptance.append(abs(error))
+        verdict = ("yes" if abs(error) <= GOAL else "no") if fig.counted else "listed"
+        ms = " / ".join(f"{parts[k] * 1e3:.1f}" for k in ("gemm", "memory", "gather", "launch"))
         rows.append(
-            f"| {fig.gpu} | {fig.precision} | {fig.batch_size:,} | {fig.samples_per_s:,.0f} | "
-            f"{rate:,.0f} | {100 * error:+.1f}% | {verdict} | {est.gemm_s * 1e3:.1f} / "
-            f"{est.memory_s * 1e3:.1f} / {est.gather_s * 1e3:.1f} / {est.launch_s * 1e3:.1f} | "
-            f"{100 * error_06:+.1f}% | "
-            f"{fig.source}{'; ' + fig.note if fig.note else ''} |"
+            f"| {fig.gpu} | {est.precision} | {batch:,} | {fig.samples_per_s:,.0f} | "
+            f"{est.samples_per_s:,.0f} | {100 * error:+.1f}% | {verdict} | {ms} | "
+            f"{_residual(fig, error, parts)} | {fig.source} |"
         )
     sweep_rows = []
-    for name, precision in (("gpu-v100", "fp32"), ("gpu-a100", "tf32"), ("gpu-a100", "amp")):
+    for name, precision in ACCEPTANCE:
         kind = replace(catalogue.get(name), precision=precision)
-        rates = [b / estimate_operators(counts[b], kind).seconds  # type: ignore[arg-type]
-                 for b in SWEEP]
+        rates = [estimate_profile(profiles[("dlrm", "criteo-1tb", b)], kind).samples_per_s
+                 for b in sweep]
         sweep_rows.append(f"| {name} {precision} | " + " | ".join(f"{r:,.0f}" for r in rates)
                           + " |")
-    print("counting our zoo DLRM chain at the published configuration ...", file=sys.stderr)
-    chain = _zoo_chain_count(32768)
-    chain_rows = []
-    for name, precision in (("gpu-v100", "fp32"), ("gpu-a100", "tf32")):
-        kind = replace(catalogue.get(name), precision=precision)
-        parts = [estimate_operators(c, kind) for c in chain]  # type: ignore[arg-type]
-        total = sum(p.seconds for p in parts)
-        memory = sum(p.memory_s for p in parts)
-        plain = estimate_operators(counts[32768], kind)  # type: ignore[arg-type]
-        chain_rows.append(
-            f"| {name} {precision} | {32768 / plain.seconds:,.0f} | {32768 / total:,.0f} | "
-            f"{plain.memory_s * 1e3:.1f} ms | {memory * 1e3:.1f} ms |"
-        )
-    elapsed = time.perf_counter() - t0
+    errors = [abs(e) for _, e in counted]
+    worst_fig, worst = max(counted, key=lambda item: abs(item[1]))
+    band = math.ceil(max(errors) * 20) / 20  # the largest counted |error|, up to the next 5%
     within = sum(e <= GOAL for e in errors)
+    slow = sum(e < 0 for _, e in counted)
+    elapsed, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    command = "python bench/profiler.py " + " ".join(sys.argv[1:])
     lines = [
         VALIDATION_BEGIN,
-        "## GPU estimates against published training throughput (issue 18)",
+        "## GPU estimates of the zoo's own models against published training throughput "
+        "(issues 18, 21)",
         "",
-        f"Generated by `.venv/bin/python bench/profiler.py --validate` on {started} UTC in "
-        f"{elapsed:.0f} s (counting only: the estimates need no GPU and no timing). No GPU is "
-        "lent to this project's sessions, so nothing here is measured on a GPU; the rows "
-        "compare our estimate with figures NVIDIA published.",
+        f"Generated by `{command}` on {started} UTC in {elapsed:.0f} s wall, {cpu:.0f} CPU-s "
+        "(counting only: the estimates need no GPU and no timing). No GPU was lent to the "
+        "session that ran it, so nothing here is measured on a GPU; the rows compare our "
+        "estimate with published figures.",
         "",
-        "**Like with like.** The published configuration is built as NVIDIA trained it "
-        "(`heterps_core/profiler/published.py`: " + PUBLISHED[0].config + "), as one plain "
-        "module, counted operator by operator at the published batch size on this CPU, and "
-        "priced with rule `operator-roofline-v2` on our catalogue entry for the GPU at the "
-        "published precision (A100 80 GB rows with its 2,039 GB/s). Tables are capped at "
-        "100,000 rows for counting; a lookup moves the rows it reads whatever the table size.",
+        "**The planner's own model.** Each row estimates the zoo model at the zoo size that is "
+        "the published configuration (`dlrm --size criteo-1tb`: 13 dense features, 26 tables "
+        "of dim 128, bottom MLP 512-256-128, dot interaction, top MLP 1024-1024-512-256-1), "
+        "exactly as `heterps estimate dlrm --size criteo-1tb --resource TYPE --precision P "
+        "--batch-size B` does and as `heterps profile` writes it into an instance: the "
+        "profile's operator counts priced by rule `operator-roofline-v2` on our catalogue "
+        "entry for the GPU at the published precision (A100 80 GB rows with its 2,039 GB/s). "
+        "Tables are capped at 100,000 rows for counting; a lookup moves the rows it reads "
+        "whatever the table's size, so the published tables (Criteo 1TB with frequency "
+        "threshold 15, 4.2B parameters) and our size (MLPerf's 40M-row cap, 204M rows) cost "
+        "the same per sample; only memory differs.",
         "",
-        f"**Result: {within} of {len(errors)} current figures within {GOAL:.0%}** (the two "
-        "April-2020 rows are the first release, before NVIDIA's May-2020 performance "
-        "optimizations, and are listed, not counted). Before issue 18 (the issue's numbers, "
-        "rule `roofline-ratio-v1` on the zoo DLRM): 2.9x too slow on a V100 and 7.8x on an "
-        "A100, and faster at a smaller batch.",
+        f"**Result: {within} of {len(errors)} counted figures within {GOAL:.0%}; worst "
+        f"{abs(worst):.1%} ({worst_fig.gpu}, {worst_fig.precision}, "
+        f"{worst_fig.source.split(' (')[0]}); {slow} of {len(errors)} estimated too slow.** "
+        "Acceptance (NVIDIA's V100 FP32, A100 TF32 and A100 AMP at batch 32,768): "
+        f"{sum(e <= GOAL for e in acceptance)} of {len(acceptance)} rows within {GOAL:.0%}, "
+        f"worst {max(acceptance, default=0.0):.1%}. The estimate's error band "
+        f"(`heterps_core/hardware/accuracy.py`, shown with every estimated figure) is the "
+        f"largest counted error rounded up to 5%: {band:.0%} (the constant is "
+        f"{ESTIMATE_ERROR_BAND:.0%}). Listed rows are not one GPU holding the whole model, "
+        "and say why.",
         "",
-        "| GPU | precision | batch | published samples/s | our estimate | error | within "
-        f"{GOAL:.0%} | gemm / memory / gather / launch ms per batch | error at compute "
-        "efficiency 0.6 | source |",
-        "|---|---|---:|---:|---:|---:|---|---|---:|---|",
+        f"| GPU | precision | batch | published samples/s | our estimate | error | within "
+        f"{GOAL:.0%} | gemm / memory / gather / launch ms per batch | residual, per row | "
+        "source |",
+        "|---|---|---:|---:|---:|---:|---|---|---|---|",
         *rows,
         "",
-        f"What is left, per row: {_direction(signed)}. NVIDIA's "
-        "DLRM fuses what we count as separate operators (one kernel for all 26 lookups, a "
-        "fused dot interaction, apex fused MLPs, a fused sparse SGD update), so its memory "
-        "traffic and launches are below our eager-PyTorch count; the estimate is of the "
-        "same architecture run operator by operator, which is what our runtime does. The "
-        "GPU compute efficiency of 0.8 (was 0.6) is an assumption, not a fit (large cuBLAS "
-        "matrix products are commonly reported at 80-90% of the dense peak; not measured "
-        "here); the column *error at 0.6* shows "
-        f"the rows with the old value ({_direction(errors_06)}; "
-        f"{sum(abs(e) > GOAL for e in errors_06)} of {len(errors_06)} beyond {GOAL:.0%}). "
-        "The gather efficiency (0.5 of the streaming bandwidth for random "
-        "embedding rows) is also an assumption.",
+        "**What is assumed, not fitted.** The GPU compute efficiency 0.8 (large cuBLAS "
+        "products are commonly reported at 80-90% of the dense peak), the bandwidth "
+        "efficiency 0.8 and the gather efficiency 0.5 (random embedding rows against "
+        "streaming) are the catalogue's defaults since issue 18, unchanged by this "
+        "validation; the kernel launch cost is 8 us. Every counted row errs on the same side "
+        "when the model is counted operator by operator as our eager runtime runs it, "
+        "while the published code fuses operators; that is the residual the rows name.",
         "",
-        "**Batch-size dependence** (estimated samples/s of the published DLRM; fixed costs "
-        "per batch, i.e. weights and kernel launches, are amortised over more samples, so "
-        "throughput rises with the batch, as on real GPUs; before issue 18 it fell):",
+        "**Where the zoo model's count exceeds the plain architecture's** (measured at "
+        "commit 9903606, the chain contract without carried copies, batch 32,768; not "
+        "corrected above, because the estimate must be what `heterps profile` writes): "
+        "(1) the profiler counts its own cache-warming reads: `chain.py:_profile_layer` "
+        "counts `runner.run(runner.prepare())`, and `prepare()` sums each layer's inputs and "
+        "upstream gradients, 1.97 GB per batch over the 10 layers (2.7 ms on a V100, 1.6 ms "
+        "on an A100 at tf32); counted as `runner.run(state)` after `state = "
+        "runner.prepare()`, the acceptance rows would read V100 FP32 -18%, A100 TF32 -26%, "
+        "A100 AMP -23%. (2) `DotInteraction`'s backward copies: `cat([bottom, emb.reshape(B, "
+        "26, 128)])` hands `emb` a non-contiguous gradient slice, and the counter sees a "
+        "`new_empty_strided` + `copy_` of it (273 MB per 4,096 samples, about 2.2 GB per "
+        "batch, 1.8 ms on an A100 at tf32) that the plain module (one `stack` of the 27 "
+        "vectors) does not have; without both, the three rows would be about -14%, -18% and "
+        "-17%, the plain module's errors before issue 21.",
         "",
-        "| GPU | " + " | ".join(f"batch {b:,}" for b in SWEEP) + " |",
-        "|---|" + "---:|" * len(SWEEP),
+        "**Batch-size dependence** (estimated samples/s of `dlrm --size criteo-1tb`; fixed "
+        "costs per batch, i.e. weights and kernel launches, are amortised over more samples, "
+        "so throughput rises with the batch, as on real GPUs):",
+        "",
+        "| GPU | " + " | ".join(f"batch {b:,}" for b in sweep) + " |",
+        "|---|" + "---:|" * len(sweep),
         *sweep_rows,
-        "",
-        "**Our zoo chain vs the plain architecture** (same published configuration, batch "
-        "32,768): the zoo's chain contract carries columns through layers (the bottom MLP "
-        "passes the 26 x 128 embedding columns along, `PartialDense`), and each carried "
-        "copy is memory traffic that NVIDIA's code does not have. This is what planning "
-        "instances of the zoo DLRM see:",
-        "",
-        "| GPU | plain module, samples/s | zoo chain, samples/s | memory time, plain | "
-        "memory time, chain |",
-        "|---|---:|---:|---:|---:|",
-        *chain_rows,
         "",
         "Not compared, and why: NVIDIA's Wide&Deep tables (DeepLearningExamples, "
         "TensorFlow) are for the Outbrain data set, whose features and embedding sizes "
-        "differ from our Criteo-style `wide_deep`, so a like-with-like row needs that "
-        "configuration built first; the TensorFlow 2 DLRM tables (NGC `dlrm_tf2`) were found "
-        "but only their time-to-train rows were read in this session; NCF is not a zoo "
-        "model; MLPerf DLRM results are time-to-train on 8 or more GPUs (all-to-all between "
-        "GPUs, not one unit's throughput); no single-GPU TorchRec throughput table was found "
-        "in the search corpora; CTR-DNN, DeepFM, two-tower, 2EMB and NCE have no published "
-        "GPU training throughput we could find. `heterps profile --device cuda:0 "
-        "--device-kind gpu-xxx` measures instead of estimating when a GPU is available; "
-        "here it stops with `--device cuda:0: no CUDA device on this machine` (tested).",
+        "differ from our Criteo-style `wide_deep`; NVIDIA's TensorFlow 2 CPU-offload row "
+        "(1xA100-80GB + 2xEPYC 7742, 768k samples/s) is the 'extra large' model (113B "
+        "parameters) with its largest tables on the CPU, which a plan would split into "
+        "stages; MLPerf DLRM results are time-to-train on 8 or more GPUs; the Paddle CTR-DNN "
+        "figures (about 9.4k samples/s per CPU thread locally, about 5k through a parameter "
+        "server, ../shared/reference/background.md) are CPU threads, where our figures are "
+        "measured on the host, not estimated (their accuracy is docs/benchmarks/as-run.md); "
+        "CTR-DNN, DeepFM, two-tower, 2EMB and NCE have no published GPU training throughput "
+        "we could find. `bench/gpu_check.py` measures ctr_dnn and dlrm on `cuda:0` against "
+        "these estimates when a GPU is lent.",
         VALIDATION_END,
     ]
     section = "\n".join(lines) + "\n"
+    if str(out) == "-":
+        print(section)
+        return 0
     text = out.read_text() if out.exists() else ""
     if VALIDATION_BEGIN in text and VALIDATION_END in text:
         head, rest = text.split(VALIDATION_BEGIN, 1)

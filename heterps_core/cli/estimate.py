@@ -104,7 +104,7 @@ def format_estimate(estimate: ModelEstimate) -> str:
     """The estimate for a person: the rate with its band and precision, then the parts."""
     kind = estimate.resource
     label = f"{kind.name} ({estimate.precision})" if kind.kind == "gpu" else kind.name
-    band = (f"estimated, within +/-{estimate.error_band:.0%} by {estimate.band_basis}"
+    band = (f"estimated, error band +/-{estimate.error_band:.0%} from {estimate.band_basis}"
             if estimate.error_band is not None else f"estimated; {estimate.band_basis}")
     per_batch = estimate.seconds_per_batch
     lines = [

@@ -75,15 +75,19 @@ def estimate_zoo_model(
     progress: ProgressCallback = no_progress,
 ) -> ModelEstimate:
     """One unit of `resource` (at its own precision) training zoo model `name` whole."""
-    from heterps_core.profiler.instance_builder import build_instance
-
-    model_def = zoo.get(name)
     timed = resource.kind != "gpu"
     options = ProfileOptions(threads=threads, warmup=3 if timed else 0,
                              repeats=repeats if timed else 1,
-                             optimizer=model_def.default_optimizer)
+                             optimizer=zoo.get(name).default_optimizer)
     profile = profile_zoo_model(name, options, size=size, batch_size=batch_size,
                                 rows_cap=rows_cap, seed=seed, progress=progress)
+    return estimate_profile(profile, resource)
+
+
+def estimate_profile(profile: ModelProfile, resource: ResourceKind) -> ModelEstimate:
+    """The figures the instance builder gives `resource` from `profile`, summed."""
+    from heterps_core.profiler.instance_builder import build_instance
+
     built = build_instance(profile, Catalogue((resource,)), throughput_target=1.0)
     figures = {f.layer: f for f in built.figures if f.resource == resource.name}
     layers = [
@@ -94,5 +98,5 @@ def estimate_zoo_model(
     ]
     memory_gb = sum(layer.memory_bytes for layer in profile.layers) / 1e9
     precision = effective_precision(resource) if resource.kind == "gpu" else resource.precision
-    return model_estimate(name, size, resource, precision, profile.batch_size, layers,
-                          memory_gb)
+    return model_estimate(profile.model, profile.size, resource, precision, profile.batch_size,
+                          layers, memory_gb)
