@@ -7,8 +7,10 @@ with a zero relative gap; a second solve maximises the plan's minimum throughput
 within 1e-9 of the optimal cost. Candidates whose cheapest possible plan (caps ignored) costs
 more than a known capped plan are dropped first: they cannot be in an optimum.
 
-The budget: HiGHS's `time_limit` counts wall seconds (HiGHS has no CPU-time limit, and
-SciPy's `milp` no callback to stop it), while `exact`'s budget counts CPU seconds
+The budget: HiGHS's `time_limit` bounds its run time, which HiGHS measures on the wall clock
+(its C API: `Highs_getRunTime`, "the cumulative wall-clock time spent in Highs_run"); it has
+no CPU-time limit (its work limits, `mip_max_nodes` and the like, do not translate from
+seconds), and SciPy's `milp` has no callback to stop it. `exact`'s budget counts CPU seconds
 (heterps_core/budget.py). Each solve gets `Deadline.wall_limit_s()`: the CPU seconds left
 divided by the share of a core the solve has had so far, about the wall time that CPU takes
 at the current load. So a steady load does not cut the programme short, but a load that
