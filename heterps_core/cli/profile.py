@@ -93,7 +93,7 @@ class ProfileCommand(Command):
                             help="resource catalogue (default: the built-in one)")
         parser.add_argument("--gpu-precision", choices=("fp32", "tf32", "amp", "bf16"),
                             help="precision every GPU kind trains at for its estimate "
-                                 "(default: each catalogue entry's own, fp32 unless edited); "
+                                 "(default: each entry's own: tf32 on A10G/A100/H100, else fp32); "
                                  "a GPU without TF32/fp16 tensor cores runs fp32")
         parser.add_argument("--device-kind", metavar="NAME",
                             help="catalogue kind the profiled device is: its times are used "
