@@ -50,16 +50,20 @@ def polish(
     assignment: list[int],
     outcome: Outcome,
     budget: SearchBudget | None = None,
+    prune_pairs: bool = True,
 ) -> tuple[list[int], Outcome, int]:
     """Improve `assignment` (whose outcome is `outcome`) to a local optimum, or until
-    `budget` (None: none) is spent; returns (assignment, outcome, moves)."""
+    `budget` (None: none) is spent; returns (assignment, outcome, moves). `prune_pairs`
+    skips the pairs of single-layer moves that provably cannot be better (`_PairBound`):
+    the same moves, in the same order, as without it (tested), with far fewer evaluations."""
     budget = budget or SearchBudget()
     best, best_out = list(assignment), outcome
     moves = 0
     improved = True
     while improved and not budget.spent():
         improved = False
-        for candidate in _neighbours(best, mask, costs.n_resources):
+        bound = _PairBound(costs, best, best_out) if prune_pairs else None
+        for candidate in _neighbours(best, mask, costs.n_resources, bound):
             out = costs.outcome(candidate)
             budget.spend()
             if better(out, best_out):
@@ -72,7 +76,9 @@ def polish(
     return best, best_out, moves
 
 
-def _neighbours(assignment: list[int], mask: np.ndarray, n_resources: int) -> Iterator[list[int]]:
+def _neighbours(
+    assignment: list[int], mask: np.ndarray, n_resources: int, bound: _PairBound | None = None
+) -> Iterator[list[int]]:
     for first, last, r in stage_runs(assignment):
         for other in range(n_resources):
             if other != r and mask[first : last + 1, other].all():
@@ -93,12 +99,80 @@ def _neighbours(assignment: list[int], mask: np.ndarray, n_resources: int) -> It
     # neither move alone pays for.
     singles = [(layer, other) for layer, r in enumerate(assignment)
                for other in range(n_resources) if other != r and mask[layer, other]]
+    hopeless = bound.hopeless(singles) if bound is not None else None
     for i, (a, ra) in enumerate(singles):
-        for b, rb in singles[i + 1 :]:
+        later = range(i + 1, len(singles))
+        if hopeless is not None:
+            later = np.flatnonzero(~hopeless(i)) + i + 1  # type: ignore[assignment]
+        for j in later:
+            b, rb = singles[j]
             if b != a:
                 candidate = list(assignment)
                 candidate[a], candidate[b] = ra, rb
                 yield candidate
+
+
+class _PairBound:
+    """Which pairs of single-layer moves cannot beat the current plan, without pricing them.
+
+    On a v1 instance a plan's cost is the sum of its stages' (docs/cost-model.md). A single
+    move at layer a replaces the maximal runs around a (its own, and a neighbour it merges
+    with) by new ones: `delta[a]` in cost. When the runs two moves touch are separated by at
+    least one untouched run, the pair's stages are exactly the untouched ones plus both moves'
+    new ones, so its cost is the plan's plus both deltas, and it is infeasible if either move
+    makes a stage that cannot be provisioned. Such a pair is skipped when it is infeasible or
+    dearer than the plan by far more than `better`'s tolerance (1e-8 relative, plus room for
+    rounding); a pair dearer than the plan is never better (caps only remove plans). Every
+    other pair is priced as before."""
+
+    def __init__(self, costs: AssignmentCosts, assignment: list[int], outcome: Outcome) -> None:
+        self.costs = costs
+        self.assignment = assignment
+        self.cost = outcome.cost if costs.additive else None
+        self.runs = stage_runs(assignment)
+        self.run_of = [0] * len(assignment)
+        for k, (first, last, _) in enumerate(self.runs):
+            self.run_of[first : last + 1] = [k] * (last - first + 1)
+
+    def hopeless(self, singles: list[tuple[int, int]]):  # type: ignore[no-untyped-def]
+        """A function of i: for the pairs (i, j > i) of `singles`, True where the pair
+        cannot be better; None when nothing can be ruled out (v2, or no feasible plan)."""
+        if self.cost is None or not singles:
+            return None
+        facts = np.array([self._single(a, r) for a, r in singles], dtype=float)
+        lo, hi, delta, ok, size = facts.T
+        ok = ok.astype(bool)
+        slack = 1e-8 * abs(self.cost)
+
+        def hopeless(i: int) -> np.ndarray:
+            rest = slice(i + 1, None)
+            apart = hi[i] + 1 < lo[rest]
+            dearer = delta[i] + delta[rest] > slack + 1e-12 * (size[i] + size[rest])
+            return apart & (~ok[i] | ~ok[rest] | dearer)
+
+        return hopeless
+
+    def _single(self, a: int, r_new: int) -> tuple[int, int, float, bool, float]:
+        """(first touched run, last touched run, cost change, all new stages provisionable,
+        sum of the costs involved) of moving layer a to r_new."""
+        runs, k = self.runs, self.run_of[a]
+        first, last, r = runs[k]
+        lo = hi = k
+        start = end = a
+        if a == first and k > 0 and runs[k - 1][2] == r_new:
+            lo, start = k - 1, runs[k - 1][0]
+        if a == last and k + 1 < len(runs) and runs[k + 1][2] == r_new:
+            hi, end = k + 1, runs[k + 1][1]
+        new = [(start, end, r_new)]
+        if first < a:
+            new.append((first, a - 1, r))
+        if a < last:
+            new.append((a + 1, last, r))
+        old = [self.costs.stage(*runs[m])[1] for m in range(lo, hi + 1)]
+        priced = [self.costs.stage(*stage) for stage in new]
+        ok = all(units >= 0 for units, _, _ in priced)
+        added = sum(cost for _, cost, _ in priced)
+        return lo, hi, added - sum(old), ok, added + sum(old)
 
 
 def iterated_polish(

@@ -122,3 +122,26 @@ def test_the_local_search_counts_its_evaluations(capped) -> None:
     again = SearchBudget(evaluations=50)
     _, out2, _ = iterated_polish(costs, Problem(capped).mask, start, costs.outcome(start), again)
     assert (out2, again.used, again.first_polish) == (out, budget.used, budget.first_polish)
+
+
+@pytest.mark.parametrize("caps", [False, True])
+def test_pruned_pair_moves_give_the_same_local_search(caps: bool) -> None:
+    # the pairs _PairBound skips cannot be better: same moves, same plan, fewer evaluations
+    import random
+
+    from heterps_core.rl.features import usable
+    from heterps_core.rl.search import SearchBudget, polish
+
+    fewer = 0
+    for seed in range(6):
+        for n, r in ((8, 3), (14, 4), (20, 6)):
+            instance = random_instance(seed, n, r, caps=caps)
+            costs, mask = AssignmentCosts(instance), usable(instance)
+            rng = random.Random(seed)
+            start = [rng.choice([k for k in range(r) if mask[i, k]]) for i in range(n)]
+            pruned, full = SearchBudget(), SearchBudget()
+            got = polish(costs, mask, start, costs.outcome(start), pruned)
+            want = polish(costs, mask, start, costs.outcome(start), full, prune_pairs=False)
+            assert got == want
+            fewer += pruned.used < full.used
+    assert fewer > 0
