@@ -105,3 +105,18 @@ def test_profile_takes_each_models_own_sizes(tmp_path, capsys: pytest.CaptureFix
     err = capsys.readouterr().err
     assert code == 2 and "size must be one of tiny, small, production, criteo-1tb for model "\
         "'dlrm', got 'paddle'" in err
+
+
+def test_gpu_check_without_cuda_says_so_and_measures_nothing(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA; bench/gpu_check.py would measure it")
+    script = Path(__file__).resolve().parents[3] / "bench" / "gpu_check.py"
+    done = subprocess.run([sys.executable, str(script), "--out", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 2 and done.stdout == ""
+    assert "no CUDA device on this machine" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "out").exists()
