@@ -117,17 +117,23 @@ class _PairBound:
 
     On a v1 instance a plan's cost is the sum of its stages' (docs/cost-model.md). A single
     move at layer a replaces the maximal runs around a (its own, and a neighbour it merges
-    with) by new ones: `delta[a]` in cost. When the runs two moves touch are separated by at
-    least one untouched run, the pair's stages are exactly the untouched ones plus both moves'
-    new ones, so its cost is the plan's plus both deltas, and it is infeasible if either move
-    makes a stage that cannot be provisioned. Such a pair is skipped when it is infeasible or
-    dearer than the plan by far more than `better`'s tolerance (1e-8 relative, plus room for
-    rounding); a pair dearer than the plan is never better (caps only remove plans). Every
-    other pair is priced as before."""
+    with) by up to three new stages: the run's part before a, a's own (merged with that
+    neighbour), the run's part after a; `delta` is the cost change. A pair's cost follows
+    from its two moves without pricing the whole plan:
+    - moves whose touched runs are apart (an untouched run between them, or a boundary both
+      keep: different resources on its two sides) add up: plan + delta_a + delta_b;
+    - two moves in one run split it in up to five stages: the run's part before a, a's stage,
+      the part between a and b (from a table of that run's sub-stages), b's stage, the part
+      after b: plan + (delta_a - the part after a + the run) + (delta_b - the part before b)
+      + the part between.
+    A pair is skipped when one of its new stages cannot be provisioned (the plan is then
+    infeasible) or when it is dearer than the plan by far more than `better`'s tolerance
+    (1e-8 relative, plus room for rounding): a dearer plan is never better, caps only remove
+    plans. Every other pair (the two moves merge into one stage, or touch neighbouring runs
+    across a boundary they change) is priced as before."""
 
     def __init__(self, costs: AssignmentCosts, assignment: list[int], outcome: Outcome) -> None:
         self.costs = costs
-        self.assignment = assignment
         self.cost = outcome.cost if costs.additive else None
         self.runs = stage_runs(assignment)
         self.run_of = [0] * len(assignment)
@@ -140,21 +146,58 @@ class _PairBound:
         if self.cost is None or not singles:
             return None
         facts = np.array([self._single(a, r) for a, r in singles], dtype=float)
-        lo, hi, delta, ok, size = facts.T
-        ok = ok.astype(bool)
+        (layer, res, run, lo, hi, left_res, right_res, delta, ok, size,
+         head, ok_head, tail, ok_tail) = facts.T
+        ok, ok_head, ok_tail = ok > 0, ok_head > 0, ok_tail > 0
         slack = 1e-8 * abs(self.cost)
+        tables: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
         def hopeless(i: int) -> np.ndarray:
             rest = slice(i + 1, None)
-            apart = hi[i] + 1 < lo[rest]
+            apart = (hi[i] < lo[rest]) & (
+                (hi[i] + 1 < lo[rest]) | (right_res[i] != left_res[rest]))
             dearer = delta[i] + delta[rest] > slack + 1e-12 * (size[i] + size[rest])
-            return apart & (~ok[i] | ~ok[rest] | dearer)
+            out = apart & (~ok[i] | ~ok[rest] | dearer)
+            k = int(run[i])
+            a = int(layer[i])
+            # (the same layer twice is no pair; two neighbours moved to one resource merge)
+            same = np.flatnonzero((run[rest] == k) & (layer[rest] > a) & (
+                (layer[rest] > a + 1) | (res[rest] != res[i]))) + i + 1
+            if same.size:
+                if k not in tables:
+                    tables[k] = self._sub_stages(k)
+                cost, fits = tables[k]
+                first = self.runs[k][0]
+                b = layer[same].astype(int)
+                x, y = a + 1 - first, np.maximum(b - 1 - first, a + 1 - first)
+                inner = np.where(b > a + 1, cost[x, y], 0.0)
+                inner_fits = np.where(b > a + 1, fits[x, y], True)
+                value = head[i] + tail[same] + inner
+                room = slack + 1e-12 * (size[i] + size[same] + inner)
+                out[same - i - 1] = ~ok_head[i] | ~ok_tail[same] | ~inner_fits | (value > room)
+            return out
 
         return hopeless
 
-    def _single(self, a: int, r_new: int) -> tuple[int, int, float, bool, float]:
-        """(first touched run, last touched run, cost change, all new stages provisionable,
-        sum of the costs involved) of moving layer a to r_new."""
+    def _sub_stages(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """cost[x, y] and provisionable[x, y] of the stage of layers first+x..first+y of run k
+        on its resource (x <= y)."""
+        first, last, r = self.runs[k]
+        size = last - first + 1
+        cost = np.zeros((size, size))
+        fits = np.zeros((size, size), dtype=bool)
+        for x in range(size):
+            for y in range(x, size):
+                units, value, _ = self.costs.stage(first + x, first + y, r)
+                cost[x, y], fits[x, y] = value, units >= 0
+        return cost, fits
+
+    def _single(self, a: int, r_new: int) -> tuple[float, ...]:
+        """What moving layer a to r_new does: (a, r_new, its run, first and last touched runs,
+        resources of its first and last new stages, cost change, all new stages
+        provisionable, sum of the costs involved, `head` = change - cost of the run's part
+        after a + the run's cost, whether a's stage and the part before it fit, `tail` =
+        change - cost of the run's part before a, whether a's stage and the part after fit)."""
         runs, k = self.runs, self.run_of[a]
         first, last, r = runs[k]
         lo = hi = k
@@ -163,16 +206,19 @@ class _PairBound:
             lo, start = k - 1, runs[k - 1][0]
         if a == last and k + 1 < len(runs) and runs[k + 1][2] == r_new:
             hi, end = k + 1, runs[k + 1][1]
-        new = [(start, end, r_new)]
-        if first < a:
-            new.append((first, a - 1, r))
-        if a < last:
-            new.append((a + 1, last, r))
-        old = [self.costs.stage(*runs[m])[1] for m in range(lo, hi + 1)]
-        priced = [self.costs.stage(*stage) for stage in new]
-        ok = all(units >= 0 for units, _, _ in priced)
-        added = sum(cost for _, cost, _ in priced)
-        return lo, hi, added - sum(old), ok, added + sum(old)
+        own = self.costs.stage(start, end, r_new)
+        before = self.costs.stage(first, a - 1, r) if first < a else (0, 0.0, 0.0)
+        after = self.costs.stage(a + 1, last, r) if a < last else (0, 0.0, 0.0)
+        old = sum(self.costs.stage(*runs[m])[1] for m in range(lo, hi + 1))
+        added = own[1] + before[1] + after[1]
+        delta = added - old
+        left_res = r if first < a else r_new
+        right_res = r if a < last else r_new
+        return (a, r_new, k, lo, hi, left_res, right_res, delta,
+                own[0] >= 0 and before[0] >= 0 and after[0] >= 0, added + old,
+                delta - after[1] + self.costs.stage(first, last, r)[1],
+                own[0] >= 0 and before[0] >= 0,
+                delta - before[1], own[0] >= 0 and after[0] >= 0)
 
 
 def iterated_polish(
