@@ -368,12 +368,15 @@ def write_validation(out: Path, quick: bool = False) -> int:
         "upstream gradients, 1.97 GB per batch over the 10 layers (2.7 ms on a V100, 1.6 ms "
         "on an A100 at tf32); counted as `runner.run(state)` after `state = "
         "runner.prepare()`, the acceptance rows would read V100 FP32 -18%, A100 TF32 -26%, "
-        "A100 AMP -23%. (2) `DotInteraction`'s backward copies: `cat([bottom, emb.reshape(B, "
-        "26, 128)])` hands `emb` a non-contiguous gradient slice, and the counter sees a "
-        "`new_empty_strided` + `copy_` of it (273 MB per 4,096 samples, about 2.2 GB per "
-        "batch, 1.8 ms on an A100 at tf32) that the plain module (one `stack` of the 27 "
-        "vectors) does not have; without both, the three rows would be about -14%, -18% and "
-        "-17%, the plain module's errors before issue 21.",
+        "A100 AMP -23%. (2) a per-layer harness copy: each layer's inputs are made leaves, and "
+        "`interact`'s gradient for `emb` (a slice of the `cat` of the 27 vectors, not "
+        "contiguous) is copied by autograd into `emb.grad` (`new_empty_strided` + `copy_`, "
+        "273 MB per 4,096 samples, about 2.2 GB per batch, 1.8 ms on an A100 at tf32); one "
+        "unit running the whole model hands that gradient straight to the embedding layer. "
+        "Without both, the three rows would be about -14%, -18% and -17%, the plain "
+        "module's errors before issue 21. Both are the profiler's, in "
+        "`heterps_core/profiler/chain.py`, outside this validation's code: reported, not "
+        "patched here.",
         "",
         "**Batch-size dependence** (estimated samples/s of `dlrm --size criteo-1tb`; fixed "
         "costs per batch, i.e. weights and kernel launches, are amortised over more samples, "
