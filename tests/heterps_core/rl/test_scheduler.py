@@ -138,10 +138,12 @@ def test_pruned_pair_moves_give_the_same_local_search(caps: bool) -> None:
             instance = random_instance(seed, n, r, caps=caps)
             costs, mask = AssignmentCosts(instance), usable(instance)
             rng = random.Random(seed)
-            start = [rng.choice([k for k in range(r) if mask[i, k]]) for i in range(n)]
-            pruned, full = SearchBudget(), SearchBudget()
-            got = polish(costs, mask, start, costs.outcome(start), pruned)
-            want = polish(costs, mask, start, costs.outcome(start), full, prune_pairs=False)
-            assert got == want
-            fewer += pruned.used < full.used
+            scattered = [rng.choice([k for k in range(r) if mask[i, k]]) for i in range(n)]
+            one_run = [int(mask.all(axis=0).argmax())] * n  # pairs inside one run
+            for start in (scattered, one_run):
+                pruned, full = SearchBudget(), SearchBudget()
+                got = polish(costs, mask, start, costs.outcome(start), pruned)
+                want = polish(costs, mask, start, costs.outcome(start), full, prune_pairs=False)
+                assert got == want
+                fewer += pruned.used < full.used
     assert fewer > 0
