@@ -94,3 +94,23 @@ def test_a_bad_spread_names_the_field_and_a_missing_one_is_fine() -> None:
         Instance.from_dict(data)
     del data["layers"][0]["compute_spread"]
     assert Instance.from_dict(data).layers[0].compute_spread == {}  # older files load
+
+
+def test_a_plan_with_a_parameter_server_keeps_its_shards_in_the_band() -> None:
+    from heterps_core.generate import with_parameter_server
+
+    base = _instance({"a": 0.03, "b": 0.03}, version=2)
+    data = base.to_dict()
+    data["layers"][0].update(kind="embedding", shardable=True, sync_mb=0.0)
+    data["layers"][1]["sync_mb"] = 0.5
+    instance = with_parameter_server(Instance.from_dict(data), row_s=1e-6).as_v2("async")
+    plan = evaluate(instance, ["a", "b"])
+    assert plan.feasible and plan.parameter_server is not None
+    band = throughput_band(instance, plan)
+    slow = evaluate(_moved(instance, {"a": 1.03, "b": 1.03}), ["a", "b"])
+    assert slow.parameter_server is not None  # the same shards where the plan put them
+    assert (slow.parameter_server.resource, slow.parameter_server.shards) == (
+        plan.parameter_server.resource, plan.parameter_server.shards)
+    assert [s.units for s in slow.stages] == [s.units for s in plan.stages]
+    assert band is not None and band.low == pytest.approx(slow.throughput)
+    assert band.low < plan.throughput < band.high
