@@ -110,11 +110,23 @@ class StageRunner:
                 for name, value in self.inputs.items()}
 
     def run(self, context: Context) -> None:
+        leaves = [value for value in context.values() if value.requires_grad]
         self.model.run_context(context, self.first, self.last)
         if self.is_final:
-            self.model.loss(context[self.model.output], self.labels).backward()
+            roots = [self.model.loss(context[self.model.output], self.labels)]
+            grads: list[torch.Tensor] | None = None
         else:
-            torch.autograd.backward([context[name] for name in self.outputs], self.grads)
+            roots, grads = [context[name] for name in self.outputs], self.grads
+        if not leaves:
+            torch.autograd.backward(roots, grads)
+            return
+        # The inputs' gradients are taken as computed, not accumulated into `.grad` of a leaf:
+        # accumulating copies a strided gradient (DLRM's `emb` from the interaction), a copy
+        # the whole model never makes inside a stage (a cut's copy is the boundary's cost).
+        params = [p for p in self.params if p.requires_grad]
+        found = torch.autograd.grad(roots, [*leaves, *params], grads, allow_unused=True)
+        for p, grad in zip(params, found[len(leaves):], strict=True):
+            p.grad = grad
 
     def time(self, warmup: int, repeats: int, device: torch.device,
              clock: str = "wall") -> Measurement:
@@ -185,7 +197,8 @@ def _profile_layer(
     options: ProfileOptions, device: torch.device,
 ) -> LayerProfile:
     runner = StageRunner(model, context, labels, i, i)
-    ops = count_ops(lambda: runner.run(runner.prepare()))
+    state = runner.prepare()  # its cache-warming reads are the harness's, not the layer's
+    ops = count_ops(lambda: runner.run(state))
     sparse_bytes = _sparse_row_bytes(runner.params)
     time = runner.time(options.warmup, options.repeats, device, options.clock)
     dense_state, sparse_state = OPTIMIZER_STATE[options.optimizer]

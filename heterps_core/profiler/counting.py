@@ -49,6 +49,8 @@ _SCATTER_OPS = {
     "unique_dim",
     "_unique2",
 }
+# Allocations reserve memory without reading or writing it, and launch no kernel.
+_ALLOCATIONS = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided"}
 
 
 class _TrafficMode(TorchDispatchMode):
@@ -69,8 +71,8 @@ class _TrafficMode(TorchDispatchMode):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         name = func.overloadpacket.__name__
-        if func.is_view or name in ("detach", "alias", "lift_fresh"):
-            return out  # views move no data and launch nothing
+        if func.is_view or name in ("detach", "alias", "lift_fresh") or name in _ALLOCATIONS:
+            return out  # views and allocations move no data and launch nothing
         out_bytes = sum(_nbytes(t) for t in tree_leaves(out))
         in_sizes = [_nbytes(t) for t in tree_leaves((args, kwargs))]
         if name in _GATHER_OPS:

@@ -60,3 +60,9 @@ def test_lookups_and_their_sparse_backward_are_gathers():
     assert count.classes is not None
     assert count.classes["gather"].kernels >= 2  # the lookup and its backward
     assert count.classes["gemm"].kernels == 0
+
+
+def test_allocations_move_no_data():
+    x = torch.ones(1000)
+    counted = count_ops(lambda: (torch.empty(1000), x.new_empty_strided((1000,), (1,))))
+    assert counted.bytes == 0 and counted.kernels == 0
