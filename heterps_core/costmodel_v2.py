@@ -34,7 +34,6 @@ not depend on the assignment, so the exact optimum is the best over host types o
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -43,7 +42,6 @@ import numpy as np
 from heterps_core.costmodel import REL_TOL, ChainCosts, check_assignment, costs_equal, stages_of
 from heterps_core.instance import Instance
 from heterps_core.plan import Plan, ServerPlacement, Stage
-from heterps_core.schedulers.capacity_dp import BudgetReached
 
 Run = tuple[int, int, str]
 # keep(labels, last layer j, resource index r of state (j, r), tracked resources) -> bool mask:
@@ -376,13 +374,11 @@ class LabelDP:
         self, instance: Instance, candidates: dict[int, list[Options]], capped: Sequence[str],
         counts: dict[str, int], extra_rate: float = math.inf,
         upper: float = math.inf, bound: LabelBound | None = None,
-        deadline: float | None = None,
     ) -> None:
         self.instance = instance
-        # Certified pruning from outside (the exact search's Lagrangian bounds), and a
-        # wall-clock deadline checked once per layer (BudgetReached when it passes).
+        # Certified pruning from outside (the exact search's Lagrangian bounds; the search
+        # checks its CPU budget there, heterps_core/budget.py).
         self.bound = bound
-        self.deadline = deadline
         # Pruning (exact): a label dearer than the cost `upper` of a known plan (ties kept)
         # cannot lead to an optimum.
         self.limit = upper * (1 + 2 * REL_TOL) + 1e-9
@@ -407,8 +403,6 @@ class LabelDP:
         root_from = (np.array([-1]), np.array([0]))
         merged: dict[tuple[int, int], tuple[Labels, np.ndarray, np.ndarray] | None] = {}
         for j in range(n):
-            if self.deadline is not None and time.perf_counter() > self.deadline:
-                raise BudgetReached
             parts: dict[int, list[Labels]] = {}
             sources: dict[int, list[Options]] = {}
             for opt in self.candidates.get(j, []):

@@ -55,7 +55,7 @@ def format_provenance(instance: Instance, plan: Plan) -> list[str]:
 
 
 def format_plan(instance: Instance, plan: Plan) -> str:
-    lines = [f"scheduler: {plan.scheduler}   solve time: {plan.solve_time_s:.3f} s"]
+    lines = [f"scheduler: {plan.scheduler}   solve time: {plan.solve_time_s:.3f} s wall"]
     if not plan.feasible:
         lines.append(f"INFEASIBLE: {plan.reason}")
         return "\n".join(lines)

@@ -68,7 +68,8 @@ class ProfileForm(forms.Form):
     batch_size = forms.IntegerField(min_value=1, max_value=65_536,
                                     help_text="samples per mini-batch")
     repeats = forms.IntegerField(min_value=1, max_value=50, initial=3,
-                                 help_text="timed repetitions per layer")
+                                 help_text="timed repetitions per layer, at least (more until each "
+                                           "median is known within 3%)")
 
 
 def add_service_errors(form: forms.Form, exc: ValidationError) -> None:
