@@ -360,23 +360,16 @@ def write_validation(out: Path, quick: bool = False) -> int:
         "when the model is counted operator by operator as our eager runtime runs it, "
         "while the published code fuses operators; that is the residual the rows name.",
         "",
-        "**Where the zoo model's count exceeds the plain architecture's** (measured at "
-        "commit 9903606, the chain contract without carried copies, batch 32,768; not "
-        "corrected above, because the estimate must be what `heterps profile` writes): "
-        "(1) the profiler counts its own cache-warming reads: `chain.py:_profile_layer` "
-        "counts `runner.run(runner.prepare())`, and `prepare()` sums each layer's inputs and "
-        "upstream gradients, 1.97 GB per batch over the 10 layers (2.7 ms on a V100, 1.6 ms "
-        "on an A100 at tf32); counted as `runner.run(state)` after `state = "
-        "runner.prepare()`, the acceptance rows would read V100 FP32 -18%, A100 TF32 -26%, "
-        "A100 AMP -23%. (2) a per-layer harness copy: each layer's inputs are made leaves, and "
-        "`interact`'s gradient for `emb` (a slice of the `cat` of the 27 vectors, not "
-        "contiguous) is copied by autograd into `emb.grad` (`new_empty_strided` + `copy_`, "
-        "273 MB per 4,096 samples, about 2.2 GB per batch, 1.8 ms on an A100 at tf32); one "
-        "unit running the whole model hands that gradient straight to the embedding layer. "
-        "Without both, the three rows would be about -14%, -18% and -17%, the plain "
-        "module's errors before issue 21. Both are the profiler's, in "
-        "`heterps_core/profiler/chain.py`, outside this validation's code: reported, not "
-        "patched here.",
+        "**What the zoo model's count leaves out, and why** (issue 21): the profiler counts "
+        "a layer's own forward and backward only. Its harness warms the cache by reading the "
+        "layer's inputs and upstream gradients first (1.97 GB per batch at 32,768 over "
+        "DLRM's 10 layers), and takes the inputs' gradients as computed instead of "
+        "accumulating them into a leaf's `.grad` (which copied `interact`'s strided gradient "
+        "for `emb`, about 2.2 GB per batch, a copy one unit running the whole model never "
+        "makes; a cut's copies are the boundary's cost); allocations count no traffic. "
+        "Counted with both (commit 9903606) the acceptance rows read V100 FP32 -22%, A100 "
+        "TF32 -32%, A100 AMP -29%; with the chain's carried copies before issue 21, the "
+        "zoo DLRM was 2.5x slower than the plain architecture on an A100.",
         "",
         "**Batch-size dependence** (estimated samples/s of `dlrm --size criteo-1tb`; fixed "
         "costs per batch, i.e. weights and kernel launches, are amortised over more samples, "
