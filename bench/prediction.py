@@ -259,11 +259,16 @@ def write(rows: list[Row], links: dict[str, float], out: Path, command: str, sec
             f"| {as_run} | {r.load:.1f} | {r.others:.0%} of the cores "
             f"| {'yes' if r.predicted > ceilings.get(r.model, math.inf) else 'no'} |"
         )
-    lines.append("")
+    write_keeping_notes(out, lines)
+
+
+def write_keeping_notes(out: Path, lines: list[str]) -> None:
+    """Write the generated `lines`, keeping the hand-written sections (from the first
+    `## ` heading on) of the page already there."""
     out.parent.mkdir(parents=True, exist_ok=True)
     existing = out.read_text() if out.exists() else ""
     notes = existing.split("\n## ", 1)[1] if "\n## " in existing else ""
-    out.write_text("\n".join(lines) + ("\n## " + notes if notes else ""))
+    out.write_text("\n".join([*lines, ""]) + ("\n## " + notes if notes else ""))
 
 
 if __name__ == "__main__":

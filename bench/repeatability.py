@@ -31,7 +31,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from prediction import BIND, PY, SHAPES, Shape, price, run  # noqa: E402
+from prediction import (  # noqa: E402
+    BIND,
+    PY,
+    SHAPES,
+    Shape,
+    price,
+    run,
+    write_keeping_notes,
+)
 
 from heterps_core.instance import Instance  # noqa: E402
 from heterps_core.throughput_band import throughput_band  # noqa: E402
@@ -188,11 +196,7 @@ def write(rows: list[Row], profiles: list[Profiled], out: Path, command: str, se
         compute = sum(layer.compute_s["local-1"] for layer in inst.layers)
         lines.append(f"| {k + 1} | {compute * 1e3:.3f} | {row_s * 1e6:.3f} "
                      f"| {inst.resource('local-1').network_gbps:.1f} | {p.held:.0%} |")
-    lines.append("")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    existing = out.read_text() if out.exists() else ""
-    notes = existing.split("\n## ", 1)[1] if "\n## " in existing else ""
-    out.write_text("\n".join(lines) + ("\n## " + notes if notes else ""))
+    write_keeping_notes(out, lines)
 
 
 if __name__ == "__main__":

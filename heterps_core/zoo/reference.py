@@ -75,16 +75,9 @@ class WideDeepReference(nn.Module):
         return (self.out(self.mlp(x)) + self.wide(ids).sum(dim=1)).squeeze(1)
 
 
-class DeepFMReference(nn.Module):
-    """DeepFM: first-order sum + FM second-order term + the MLP's logit."""
-
-    def __init__(self, config: ModelConfig, n_dense: int = 13) -> None:
-        super().__init__()
-        self.tables = Tables(config.vocab_sizes, config.embedding_dim)
-        self.wide = Tables(config.vocab_sizes, 1)
-        width = n_dense + len(config.vocab_sizes) * config.embedding_dim
-        self.mlp = mlp([width, *config.hidden])
-        self.out = nn.Linear(config.hidden[-1], 1)
+class DeepFMReference(WideDeepReference):
+    """DeepFM: first-order sum + FM second-order term + the MLP's logit (Wide & Deep's
+    parameters, with the FM term over the shared embeddings)."""
 
     def forward(self, inputs: Inputs) -> torch.Tensor:
         ids = inputs["sparse"]
