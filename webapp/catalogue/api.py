@@ -87,7 +87,7 @@ class ResourceTypeViewSet(viewsets.ModelViewSet):
         resource_type = self._own(kwargs.get("pk"))
         body = WriteResourceTypeSerializer(data=request.data, partial=True)
         body.is_valid(raise_exception=True)
-        data = {k: v for k, v in body.validated_data.items() if k in services.FIELDS}
+        data = {k: v for k, v in body.validated_data.items() if k in services.ALL_FIELDS}
         try:
             resource_type = services.update(request.user, resource_type, data)
         except ValidationError as exc:

@@ -81,6 +81,12 @@ def test_pages_and_api_show_and_keep_the_precision(personas: Any, login: Any) ->
                                                    "precision": "int8"},
                           content_type="application/json")
     assert refused.status_code == 400 and "precision" in refused.json()
+    # A member's PATCH changes the precision, and a bad one is named, not ignored.
+    patch = f"/api/resource-types/{created.json()['id']}/"
+    changed = client.patch(patch, {"precision": "tf32"}, content_type="application/json")
+    assert changed.status_code == 200 and changed.json()["precision"] == "tf32"
+    ignored = client.patch(patch, {"precision": "abc"}, content_type="application/json")
+    assert ignored.status_code == 400 and "precision" in ignored.json()
 
 
 def test_the_profile_page_names_each_gpu_columns_precision(personas: Any, login: Any,
