@@ -16,9 +16,12 @@ so that plans are repeatable).
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -273,10 +276,10 @@ def _boundary_mb(model: Any, context: dict[str, torch.Tensor], i: int) -> float:
     return sum(context[n].numel() * context[n].element_size() for n in names) / 1e6
 
 
-def _ping(rank: int, port: int, floats: int, rounds: int, result: Any, target: float,
-          cap: int) -> None:
+def _ping(rank: int, port: int, floats: int, rounds: int, target: float, cap: int) -> None:
     """Round trips in blocks of `rounds` until the median's spread is at most `target` or
-    `cap` were timed (rank 0 decides and tells rank 1); result: [median s, spread, n]."""
+    `cap` were timed (rank 0 decides and tells rank 1); rank 0 prints [median s, spread, n]
+    as JSON (the process is `loopback`'s, started with `python -c`)."""
     import torch.distributed as dist
 
     torch.set_num_threads(1)
@@ -305,8 +308,8 @@ def _ping(rank: int, port: int, floats: int, rounds: int, result: Any, target: f
     if rank == 0:
         timed = sorted(times[3:])
         spread = median_spread(timed)
-        result[0], result[1], result[2] = statistics.median(timed), \
-            -1.0 if spread is None else spread, len(timed)
+        print(json.dumps([statistics.median(timed), -1.0 if spread is None else spread,
+                          len(timed)]), flush=True)
     dist.destroy_process_group()
 
 
@@ -323,17 +326,23 @@ def loopback(megabytes: float, rounds: int = 50) -> Link:
     """One-way Gbit/s of a gloo message of this size between two local processes (the
     median round trip carries it twice); under `measure.repeat_until_known`, more blocks of
     `rounds` until the median is known."""
-    import torch.multiprocessing as mp
-
     precision = current_precision(rounds)
-    result = mp.get_context("spawn").Array("d", 3)
     with socket.socket() as probe:  # a free port for the pair's rendezvous
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     cap = max(rounds, precision.max_repeats * 10)  # round trips are cheap: ten times the cap
-    mp.spawn(_ping, args=(port, max(1, int(megabytes * 1e6 / 4)), rounds, result,
-                          precision.target, cap), nprocs=2)
-    median, spread, n = result[:]
+    floats = max(1, int(megabytes * 1e6 / 4))
+    # Two plain processes, not multiprocessing's spawn: a spawn leaves its resource tracker
+    # running beside the caller (a web worker, a test session) for the caller's whole life.
+    pair = [subprocess.Popen(
+        [sys.executable, "-c", "from heterps_core.profiler.local import _ping; "
+         f"_ping({rank}, {port}, {floats}, {rounds}, float('{precision.target}'), {cap})"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for rank in (0, 1)]
+    outputs = [p.communicate(timeout=600) for p in pair]
+    if any(p.returncode for p in pair):
+        why = next(err for p, (_, err) in zip(pair, outputs, strict=True) if p.returncode)
+        raise RuntimeError(f"the loopback measurement failed: {why.strip()[-500:]}")
+    median, spread, n = json.loads(outputs[0][0].strip().splitlines()[-1])
     return Link(2 * max(megabytes, 4e-6) * 1e6 * 8 / median / 1e9,
                 None if spread < 0 else spread, int(n))
 
