@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -144,13 +145,24 @@ def test_catalogue_to_stdout(capsys):
 
 @pytest.fixture
 def two_cpu_hogs():
-    """Two busy processes: with the profile's one thread, three want the machine's cores."""
+    """Two busy processes sharing one core with this one (pinned where the OS allows it), so
+    the profile's thread gets about a third of it whatever the machine's size and the
+    scheduler's mood (unpinned on 2 cores, a short profile was once left alone)."""
+    before = os.sched_getaffinity(0) if hasattr(os, "sched_setaffinity") else None
     hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
-    time.sleep(0.5)
-    yield
-    for hog in hogs:
-        hog.kill()
-        hog.wait()
+    try:
+        if before is not None:
+            core = {min(before)}
+            for pid in (0, *(hog.pid for hog in hogs)):
+                os.sched_setaffinity(pid, core)
+        time.sleep(0.5)
+        yield
+    finally:
+        if before is not None:
+            os.sched_setaffinity(0, before)
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
 
 
 TIMED = ["ctr_dnn", "--size", "tiny", "--batch-size", "64", "--threads", "1", "--warmup", "1",
