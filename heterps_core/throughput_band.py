@@ -42,7 +42,11 @@ class ThroughputBand:
                 "minus": round(self.minus, 6), "plus": round(self.plus, 6)}
 
     def describe(self) -> str:
-        return (f"throughput band {self.low:,.0f}..{self.high:,.0f} samples/s "
+        return f"throughput band {self.range_text()}"
+
+    def range_text(self) -> str:
+        """The band alone, for a place already headed "throughput band" (the plan page)."""
+        return (f"{self.low:,.0f}..{self.high:,.0f} samples/s "
                 f"(-{self.minus:.1%} / +{self.plus:.1%}) from the measured figures' spread")
 
 

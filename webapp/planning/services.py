@@ -424,7 +424,7 @@ def throughput_band(result: PlanResult) -> str | None:
     if not result.feasible or not result.plan:
         return None
     band = band_of(Instance.from_dict(result.instance), Plan.from_dict(result.plan))
-    return band.describe() if band is not None else None
+    return band.range_text() if band is not None else None
 
 
 def figure_tiers(request: PlanningRequest) -> dict[str, ResourceProvenance]:

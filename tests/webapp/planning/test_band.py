@@ -38,4 +38,5 @@ def test_the_plan_page_states_the_band_of_a_plan_priced_from_measured_figures(
     band = throughput_band(Instance.from_dict(result.instance), Plan.from_dict(result.plan))
     assert band is not None and band.low < result.plan["throughput"] < band.high
     page = login(personas.viewer).get(f"/planning/result/{result.pk}/").content.decode()
-    assert 'id="throughput-band"' in page and band.describe().split(" (")[0] in page
+    assert 'id="throughput-band"' in page and band.range_text().split(" (")[0] in page
+    assert "throughput band" not in page.split('id="throughput-band"')[1][:80]
