@@ -86,12 +86,7 @@ class CpuUse:
     @classmethod
     def total(cls, uses: Sequence[CpuUse | None]) -> CpuUse | None:
         known = [u for u in uses if u is not None]
-        if not known:
-            return None
-        out = known[0]
-        for use in known[1:]:
-            out = out + use
-        return out
+        return sum(known[1:], known[0]) if known else None
 
 
 @dataclass(frozen=True)

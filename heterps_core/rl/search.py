@@ -15,7 +15,7 @@ machine and on a busy one.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -101,9 +101,9 @@ def _neighbours(
                for other in range(n_resources) if other != r and mask[layer, other]]
     hopeless = bound.hopeless(singles) if bound is not None else None
     for i, (a, ra) in enumerate(singles):
-        later = range(i + 1, len(singles))
+        later: Iterable[int] = range(i + 1, len(singles))
         if hopeless is not None:
-            later = np.flatnonzero(~hopeless(i)) + i + 1  # type: ignore[assignment]
+            later = (np.flatnonzero(~hopeless(i)) + i + 1).tolist()
         for j in later:
             b, rb = singles[j]
             if b != a:
@@ -140,7 +140,7 @@ class _PairBound:
         for k, (first, last, _) in enumerate(self.runs):
             self.run_of[first : last + 1] = [k] * (last - first + 1)
 
-    def hopeless(self, singles: list[tuple[int, int]]):  # type: ignore[no-untyped-def]
+    def hopeless(self, singles: list[tuple[int, int]]) -> Callable[[int], np.ndarray] | None:
         """A function of i: for the pairs (i, j > i) of `singles`, True where the pair
         cannot be better; None when nothing can be ruled out (v2, or no feasible plan)."""
         if self.cost is None or not singles:
