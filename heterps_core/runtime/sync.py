@@ -1,6 +1,6 @@
 """The pipeline's sync modes: how a stage's replicas combine dense gradients, and how sparse
-gradients reach the parameter server. A registry of small `PipelineSync` classes; adding
-one is one class plus `@register`.
+gradients reach the parameter server. A registry of small `PipelineSync` classes (it holds
+one stateless instance of each: `get` returns it); adding one is one class plus `@register`.
 
 Not the data-parallel registry (`heterps_core.dataparallel.modes`, whose `PipelineSync`s
 govern rounds of whole-model workers): the two registries' names are scoped by the job's
@@ -16,9 +16,8 @@ import torch
 import torch.distributed as dist
 
 from heterps_core.plan import Plan
+from heterps_core.registry import Registry, UnknownName
 from heterps_core.runtime.errors import RunConfigError
-
-_MODES: dict[str, type[PipelineSync]] = {}
 
 
 class PipelineSync:
@@ -43,24 +42,23 @@ class PipelineSync:
         return 0
 
 
+_MODES: Registry[PipelineSync] = Registry("sync mode")
+
+
 def register(cls: type[PipelineSync]) -> type[PipelineSync]:
-    if cls.name in _MODES:
-        raise ValueError(f"sync mode {cls.name!r} registered twice")
-    _MODES[cls.name] = cls
+    _MODES.register(cls())
     return cls
 
 
 def names() -> list[str]:
-    return sorted(_MODES)
+    return _MODES.names()
 
 
 def get(name: str) -> PipelineSync:
     try:
-        return _MODES[name]()
-    except KeyError:
-        raise RunConfigError(
-            "sync", f"unknown sync mode {name!r}; known: {', '.join(names())}"
-        ) from None
+        return _MODES.get(name)
+    except UnknownName as exc:
+        raise RunConfigError("sync", str(exc)) from None
 
 
 def bound(plan: Plan, mode: str) -> float | None:
