@@ -1,38 +1,34 @@
-"""Name -> scheduler class. Adding a scheduler is one class and one `@register` line."""
+"""Name -> scheduler class (a `Registry` of classes: `get` returns the class, `create` builds
+one). Adding a scheduler is one class and one `@register` line.
+
+Importing this module imports its package first, which registers every built-in scheduler.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from heterps_core.errors import SchedulerError
+from heterps_core.registry import Registry, UnknownName
 from heterps_core.schedulers.base import Scheduler
 
-_REGISTRY: dict[str, type[Scheduler]] = {}
+SCHEDULERS: Registry[type[Scheduler]] = Registry("scheduler")
 
 
 def register(cls: type[Scheduler]) -> type[Scheduler]:
-    if cls.name in _REGISTRY:
-        raise ValueError(f"scheduler {cls.name!r} registered twice")
-    _REGISTRY[cls.name] = cls
-    return cls
+    return SCHEDULERS.register(cls)
 
 
 def names() -> list[str]:
-    _load_builtins()
-    return sorted(_REGISTRY)
+    return SCHEDULERS.names()
 
 
 def get(name: str) -> type[Scheduler]:
-    _load_builtins()
     try:
-        return _REGISTRY[name]
-    except KeyError:
-        known = ", ".join(sorted(_REGISTRY))
-        raise SchedulerError(f"unknown scheduler {name!r}; known: {known}") from None
+        return SCHEDULERS.get(name)
+    except UnknownName as exc:
+        raise SchedulerError(str(exc)) from None
 
 
-def create(name: str, **kwargs: object) -> Scheduler:
-    return get(name)(**kwargs)  # type: ignore[arg-type]
-
-
-def _load_builtins() -> None:
-    # Importing the package registers every built-in scheduler module it lists.
-    import heterps_core.schedulers  # noqa: F401
+def create(name: str, **kwargs: Any) -> Scheduler:
+    return get(name)(**kwargs)

@@ -1,4 +1,8 @@
-"""Name -> sync-mode class. Adding a mode is one class and one `@register` line."""
+"""Name -> sync-mode class (a `Registry` of classes: `get` returns the class, `create` builds
+one with its parameters). Adding a mode is one class and one `@register` line.
+
+Importing this module imports its package first, which registers every built-in mode.
+"""
 
 from __future__ import annotations
 
@@ -7,29 +11,25 @@ from typing import Any
 
 from heterps_core.dataparallel.errors import DataParallelError
 from heterps_core.dataparallel.modes.base import SyncMode
+from heterps_core.registry import Registry, UnknownName
 
-_REGISTRY: dict[str, type[SyncMode]] = {}
+# Registration order: the order forms and tables list the modes in.
+MODES: Registry[type[SyncMode]] = Registry("sync mode", ordered=True)
 
 
 def register(cls: type[SyncMode]) -> type[SyncMode]:
-    if cls.name in _REGISTRY:
-        raise ValueError(f"sync mode {cls.name!r} registered twice")
-    _REGISTRY[cls.name] = cls
-    return cls
+    return MODES.register(cls)
 
 
 def names() -> list[str]:
-    _load_builtins()
-    return list(_REGISTRY)
+    return MODES.names()
 
 
 def get(name: str) -> type[SyncMode]:
-    _load_builtins()
     try:
-        return _REGISTRY[name]
-    except KeyError:
-        known = ", ".join(_REGISTRY)
-        raise DataParallelError("mode", f"unknown sync mode {name!r}; known: {known}") from None
+        return MODES.get(name)
+    except UnknownName as exc:
+        raise DataParallelError("mode", str(exc)) from None
 
 
 def create(name: str, params: Mapping[str, Any] | None = None) -> SyncMode:
@@ -38,9 +38,4 @@ def create(name: str, params: Mapping[str, Any] | None = None) -> SyncMode:
 
 def schemas() -> list[dict[str, Any]]:
     """Every mode's schema, in registration order (for the plan-approval form)."""
-    return [get(name).schema() for name in names()]
-
-
-def _load_builtins() -> None:
-    # Importing the package registers every built-in mode module it lists.
-    import heterps_core.dataparallel.modes  # noqa: F401
+    return [mode.schema() for mode in MODES]
