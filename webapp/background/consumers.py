@@ -1,17 +1,18 @@
 """Websocket: live state of one background-work record at /ws/work/<id>/.
 
-Permission is checked on connect and again on every event, so a member who is removed
-stops receiving updates at once. Anonymous users and outsiders are refused alike (close
-code 4404), which tells an outsider nothing about whether the record exists.
+Every message is a typed event (`background.events`): the current state on connect, then a
+`work.status` event per change. Permission is checked on connect and again on every event,
+so a member who is removed stops receiving updates at once. Anonymous users and outsiders
+are refused alike (close code 4404), which tells an outsider nothing about whether the
+record exists.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
+from webapp.background import events
 from webapp.background.models import Work
 from webapp.background.services import group_name, state
 from webapp.projects.permissions import ROLE_ACTIONS, Action, AnyUser, can
@@ -34,20 +35,20 @@ class WorkConsumer(AsyncJsonWebsocketConsumer):
             return
         await self.accept()
         # The current state first, so a reloaded page is right before the next event.
-        await self.send_json({"work": current})
+        await self.send_json(events.work_status(current))
 
     async def disconnect(self, code: int) -> None:
         if hasattr(self, "work_id"):
             await self.channel_layer.group_discard(group_name(self.work_id), self.channel_name)
 
-    async def work_event(self, event: dict[str, Any]) -> None:
+    async def work_status(self, event: events.WorkStatus) -> None:
         if not await self._allowed():
             await self.close(code=CLOSE_NOT_FOUND)
             return
-        await self.send_json({"work": event["work"]})
+        await self.send_json(event)
 
     @database_sync_to_async
-    def _visible_state(self) -> dict[str, Any] | None:
+    def _visible_state(self) -> events.WorkState | None:
         work = Work.objects.filter(pk=self.work_id).first()
         if work is None or not can(self._user(), work.project_id, Action.VIEW):
             return None

@@ -45,15 +45,19 @@ class WorkContext:
     params: dict[str, Any]
     attempt: int = 1
     report: ProgressCallback = no_progress
+    # Stores progress and refreshes the lease without publishing it: for a kind that
+    # publishes its own event about the same step (a job's sample).
+    quiet: ProgressCallback = no_progress
     stop: threading.Event = field(default_factory=threading.Event)
     stop_reason: str = ""
 
-    def progress(self, progress: Progress) -> None:
-        """Store and publish `progress`; raises WorkCancelled once the stop signal is set."""
+    def progress(self, progress: Progress, publish: bool = True) -> None:
+        """Store and publish `progress` (`publish` False: store only); raises WorkCancelled
+        once the stop signal is set."""
         if self.stop.is_set():
             raise WorkCancelled(self.stop_reason)
         try:
-            self.report(progress)
+            (self.report if publish else self.quiet)(progress)
         except LeaseLost:
             self.request_stop(StopReason.LEASE_LOST)
             raise

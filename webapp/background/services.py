@@ -26,7 +26,7 @@ from rest_framework.exceptions import APIException
 
 from heterps_core.errors import HeterPSError
 from heterps_core.progress import Progress
-from webapp.background import kinds, leases
+from webapp.background import events, kinds, leases
 from webapp.background.context import LeaseLost, StopReason, WorkCancelled, WorkContext
 from webapp.background.models import Status, Work
 from webapp.projects.models import Project
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
 log = logging.getLogger(__name__)
-EVENT_TYPE = "work.event"
+EVENT_TYPE = events.WORK_STATUS
 TASK_NAME = "heterps.run_work"
 ACTIVE = (Status.RUNNING, Status.CANCELLING)
 
@@ -77,6 +77,7 @@ def run_work(work_id: int) -> None:
         work_id=work_id, project_id=work.project_id, user_id=work.created_by_id,
         params=work.params, attempt=work.attempt,
         report=lambda p: report_progress(work_id, p, owner),
+        quiet=lambda p: report_progress(work_id, p, owner, publish=False),
     )
     kind = kinds.get(work.kind)
     with leases.Heartbeat(ctx, owner):
@@ -89,9 +90,11 @@ def run_work(work_id: int) -> None:
                     message="Done.")
 
 
-def report_progress(work_id: int, progress: Progress, owner: str | None = None) -> None:
-    """Store progress, refresh the lease and publish; raises WorkCancelled when a cancel was
-    requested, LeaseLost when `owner` no longer holds the record."""
+def report_progress(work_id: int, progress: Progress, owner: str | None = None,
+                    publish: bool = True) -> None:
+    """Store progress, refresh the lease and publish (`publish` False: a kind publishes its
+    own event); raises WorkCancelled when a cancel was requested, LeaseLost when `owner`
+    no longer holds the record."""
     with transaction.atomic():
         row = Work.objects.filter(pk=work_id).values_list("status", "lease_owner").first()
         if row is not None and owner is not None and row[1] != owner:
@@ -106,7 +109,8 @@ def report_progress(work_id: int, progress: Progress, owner: str | None = None) 
             total_steps=max(progress.total, 0),
             heartbeat_at=timezone.now(),
         )
-        _publish_on_commit(work_id)
+        if publish:
+            _publish_on_commit(work_id)
 
 
 def cancel_work(user: AnyUser, work: Work) -> Work:
@@ -154,9 +158,9 @@ def enqueue(work: Work) -> None:
     _enqueue_or_fail(work.pk, _queue(work))
 
 
-def state(work: Work) -> dict[str, Any]:
+def state(work: Work) -> events.WorkState:
     """What pages, the API and websocket events show about a record."""
-    data = {
+    data: events.WorkState = {
         "id": work.pk,
         "project": work.project_id,
         "kind": work.kind,
@@ -173,8 +177,8 @@ def state(work: Work) -> dict[str, Any]:
         "waiting": None,
     }
     if work.status == Status.QUEUED:
-        data["waiting"] = waiting(work)
-        data["message"] = work.message or data["waiting"]["message"]
+        data["waiting"] = line = waiting(work)
+        data["message"] = work.message or line["message"]
     return data
 
 
@@ -303,7 +307,7 @@ def _publish(work_id: int) -> None:
         return
     try:
         async_to_sync(layer.group_send)(
-            group_name(work_id), {"type": EVENT_TYPE, "work": state(work)}
+            group_name(work_id), events.work_status(state(work))
         )
     except Exception:  # progress is advisory; the record in the database is the truth
         log.warning("could not publish progress of work %s", work_id, exc_info=True)

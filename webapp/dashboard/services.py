@@ -18,7 +18,7 @@ RECENT_PLANS = 10
 def running_jobs(user: AnyUser) -> QuerySet[Job]:
     jobs = visible(user, Job.objects.select_related("project", "work"))
     return jobs.filter(work__status__in=ACTIVE).defer(
-        "plan", "log", "summary", "options"
+        "plan", "summary", "options"
     )[:RUNNING_LIMIT]
 
 

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.db import models
 
 from webapp.background.models import Status, Work
+from webapp.jobs import runlog
 from webapp.jobs.options import DATAPARALLEL, PIPELINE
 from webapp.projects.models import ProjectOwned
 
@@ -52,7 +53,6 @@ class Job(ProjectOwned):
     last_loss = models.FloatField(null=True, blank=True)
     last_step = models.PositiveIntegerField(default=0)
     summary = models.JSONField(null=True, blank=True)
-    log = models.TextField(blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -68,6 +68,11 @@ class Job(ProjectOwned):
     @property
     def status(self) -> str:
         return self.work.status if self.work else "approved"  # approved, never started
+
+    @property
+    def log(self) -> str:
+        """Every run's log lines, oldest first (one file per run: `runlog`)."""
+        return runlog.text(self)
 
     # Read-only views of `options`, in the words the pages and the API use.
 

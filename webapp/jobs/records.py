@@ -1,26 +1,54 @@
-"""A job's history: its runtime samples (stored, then published after the commit), its
-log and its last run's summary. Written by the runners while a run executes."""
+"""A job's history as its runs write it: each sample stored once and published once, the
+log lines of its runs, and the last run's summary.
+
+A sample is one `JobMetric` row and the job's running totals, written in the transaction
+that also moves the work record's progress and lease (no copy of the sample there); after
+the commit it goes out once, as a `JobSample` event on the job's sample group.
+"""
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+import time
+from typing import Any, cast
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
-from django.utils import timezone
 
 from heterps_core.progress import Progress
+from webapp.background import events
+from webapp.background.context import WorkCancelled, WorkContext
+from webapp.jobs import runlog
 from webapp.jobs.models import Job, JobMetric
 from webapp.projects.models import Membership
 
 logger = logging.getLogger(__name__)
-LOG_LIMIT = 200_000  # characters kept; the oldest lines go first
 
 
-def record_sample(job_id: int, run: int, sample: dict[str, Any], base_cost: float) -> None:
-    """Store one runtime sample and the job's running totals (`base_cost`: earlier runs)."""
+def store_sample(job: Job, run: int, base_cost: float, work: WorkContext,
+                 data: dict[str, Any]) -> None:
+    """Store a sample of run `run` (the row, the job's totals; `base_cost`: earlier runs'),
+    move the work record's progress, and publish the sample once that is committed. A
+    cancel asked on the record sets `work.stop`, which the runner's executor polls."""
+    # Wall-clock time the runner handed the sample over: lets clients (and bench/web.py)
+    # measure how long it took to reach them.
+    data["produced_at"] = time.time()
+    sample = cast(events.Sample, data)
+    progress = Progress(sample["step"], sample["total_steps"], _message(sample))
+    event = events.job_sample(job.project_id, work.work_id,
+                              Progress(progress.current, progress.total, progress.message, data))
+    with transaction.atomic():
+        record_sample(job.pk, run, sample, base_cost)
+        transaction.on_commit(lambda: _send(job.project_id, event))
+        try:
+            work.progress(progress, publish=False)  # the sample is the event
+        except WorkCancelled:
+            work.stop.set()
+
+
+def record_sample(job_id: int, run: int, sample: events.Sample, base_cost: float) -> None:
+    """Store one sample and the job's running totals (`base_cost`: earlier runs)."""
     with transaction.atomic():
         JobMetric.objects.create(
             job_id=job_id,
@@ -50,23 +78,34 @@ def sample_group(work_id: int) -> str:
 
 
 def publish_sample(project_id: int, work_id: int, progress: Progress) -> None:
-    """Send a runtime sample to the job's viewers; call after the commit that stored it.
-    The event carries who may see it (every role may view), so each viewer's consumer
-    re-checks without a query of its own."""
+    """Send the sample in `progress.metrics` to the job's viewers; call after the commit
+    that stored it."""
+    _send(project_id, events.job_sample(project_id, work_id, progress))
+
+
+def _send(project_id: int, event: events.JobSample) -> None:
+    # The delivery carries who may see it (every role may view), taken now, so each
+    # viewer's consumer re-checks without a query of its own.
     layer = get_channel_layer()
     if layer is None:
         return
     viewers = list(Membership.objects.filter(project_id=project_id)
                    .values_list("user_id", flat=True))
-    work = {"id": work_id, "project": project_id, "status": "running",
-            "progress": progress.fraction, "message": progress.message,
-            "metrics": progress.metrics, "error": "", "finished": False}
+    work_id = event["work"]["id"]
     try:
-        async_to_sync(layer.group_send)(
-            sample_group(work_id), {"type": "job.sample", "viewers": viewers, "work": work}
-        )
+        async_to_sync(layer.group_send)(sample_group(work_id),
+                                        events.sample_delivery(event, viewers))
     except Exception:  # live metrics are advisory; the rows in the database are the truth
         logger.warning("could not publish a sample of work %s", work_id, exc_info=True)
+
+
+def _message(sample: events.Sample) -> str:
+    loss = "-" if sample["loss"] is None else f"{sample['loss']:.4f}"
+    message = (f"step {sample['step']}/{sample['total_steps']}, "
+               f"{sample['samples_per_s']:.1f} samples/s, loss {loss}")
+    if sample.get("phase"):
+        message += f", phase {sample['phase']}"
+    return message
 
 
 def finish_run(job_id: int, summary: dict[str, Any], line: str) -> None:
@@ -78,8 +117,6 @@ def finish_run(job_id: int, summary: dict[str, Any], line: str) -> None:
 
 
 def log(job_id: int, line: str) -> None:
-    stamp = timezone.now().strftime("%Y-%m-%d %H:%M:%S")
-    with transaction.atomic():
-        job = Job.objects.select_for_update().only("log").get(pk=job_id)
-        text = f"{job.log}{stamp} {line}\n"
-        Job.objects.filter(pk=job_id).update(log=text[-LOG_LIMIT:])
+    """Append a line to the log of the job's latest run (run 1 while it is approved)."""
+    job = Job.objects.only("pk", "created_at", "runs").get(pk=job_id)
+    runlog.write(job, runlog.current_run(job), line)

@@ -26,7 +26,7 @@ PLAN_RESULT_MODEL = ("planning", "PlanResult")
 
 def job_list(request: HttpRequest) -> HttpResponse:
     jobs = visible(request.user, Job.objects.select_related("project", "work")).defer(
-        "plan", "log", "summary", "options"
+        "plan", "summary", "options"
     )
     page = Paginator(jobs, 50).get_page(request.GET.get("page"))
     return render(request, "jobs/list.html", {"page": page, "jobs": page.object_list})

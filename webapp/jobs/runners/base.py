@@ -1,28 +1,29 @@
 """The runner interface, and what a run is handed (`RunContext`).
 
-A runner is how a job executes: it cleans the options a person chose into the job's stored
-`options` (the core's names, the core's validation), describes a job in one line, executes
-one run (storing and publishing samples through the context) and builds its part of the job
-page. The web app never branches on the kind of job: it asks the job's runner.
+A runner is how a job executes: it names the input a person gives it (its form and
+serializer), cleans that input into the job's stored `options` (the core's names, the core's
+validation), describes a job in one line and executes one run (storing and publishing
+samples through the context); it names its part of the job page. The web app never branches
+on the kind of job: it asks the registry for the job's runner (`runners.for_job`).
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from rest_framework import serializers
 
 from heterps_core.errors import InstanceError
 from heterps_core.plan import Plan
-from heterps_core.progress import Progress
-from webapp.background.context import WorkCancelled, WorkContext
+from webapp.background.context import WorkContext
 from webapp.jobs import records
+from webapp.jobs.inputs.base import OptionsForm
 from webapp.jobs.models import Job
 from webapp.jobs.options import PlanSource, RunOptions
+from webapp.jobs.pages.base import RunnerPage
 from webapp.jobs.runners.resume import ResumePoint
 
 
@@ -39,25 +40,9 @@ class RunContext:
         records.log(self.job.pk, f"run {self.run}: {line}")
 
     def store(self, data: dict[str, Any]) -> None:
-        """Store a sample (a JobMetric row, the job's totals, the work record's progress) in
-        one transaction, and publish it to the job's viewers once that is committed."""
-        # Wall-clock time the runner handed the sample over: lets clients (and bench/web.py)
-        # measure how long it took to reach them.
-        data["produced_at"] = time.time()
-        loss = "-" if data["loss"] is None else f"{data['loss']:.4f}"
-        message = (f"step {data['step']}/{data['total_steps']}, "
-                   f"{data['samples_per_s']:.1f} samples/s, loss {loss}")
-        if data.get("phase"):
-            message += f", phase {data['phase']}"
-        report = Progress(data["step"], data["total_steps"], message, data)
-        project, work = self.job.project_id, self.work.work_id
-        with transaction.atomic():
-            records.record_sample(self.job.pk, self.run, data, self.base_cost)
-            transaction.on_commit(lambda: records.publish_sample(project, work, report))
-            try:
-                self.work.progress(report)
-            except WorkCancelled:
-                self.work.stop.set()  # the executor polls it and stops
+        """Store a sample once (a JobMetric row and the job's totals, with the work record's
+        progress) and publish it once, after the commit (`records.store_sample`)."""
+        records.store_sample(self.job, self.run, self.base_cost, self.work, data)
 
     @property
     def stop(self) -> Callable[[], bool]:
@@ -69,14 +54,23 @@ class JobRunner:
 
     name: ClassVar[str]
     label: ClassVar[str]
-    # The job page's parts: `templates/jobs/runners/NAME.html` (its section),
-    # `NAME_settings.html` (rows of the settings list), `NAME_summary.html` (the last run).
-    script: ClassVar[str] = ""  # a page script of its own (a static path), if any
+    # What a person gives it: its own approve-form fields and API serializer, whose cleaned
+    # values are `RunOptions.options` (`webapp.jobs.inputs`).
+    options_form: ClassVar[type[OptionsForm]]
+    options_serializer: ClassVar[type[serializers.Serializer]]
+    # Its part of the job page (`webapp.jobs.pages`) and a page script of its own, if any.
+    page: ClassVar[RunnerPage] = RunnerPage()
+    script: ClassVar[str] = ""
+    # Its runs hold the plan's stages on the plan's prices: the page splits the accrued cost
+    # per stage, and measured stage times can re-plan the plan.
+    accrues_per_stage: ClassVar[bool] = False
+    can_replan: ClassVar[bool] = False
     # Core field -> the option it came from, for errors (`bind.cpu` -> `binding.cpu`).
     error_fields: ClassVar[Mapping[str, str]] = {}
 
     def clean(self, options: RunOptions, source: PlanSource, plan: Plan) -> dict[str, Any]:
-        """The job's `options` JSON, validated by the core; ValidationError naming the option."""
+        """The job's stored `options` JSON from `options.options` (the runner's input),
+        validated by the core; ValidationError naming the input's field."""
         raise NotImplementedError
 
     def describe(self, job: Job) -> str:
@@ -86,24 +80,14 @@ class JobRunner:
         """Run the job once to its end; return the summary stored on the job."""
         raise NotImplementedError
 
-    def page(self, job: Job, series: list[dict[str, Any]]) -> dict[str, Any]:
-        """Context of the job page's runner parts (templates, labels, the section's data)."""
-        folder = "jobs/runners"
-        return {
-            "runner_label": self.label, "runner_script": self.script,
-            "runner_template": f"{folder}/{self.name}.html",
-            "runner_settings": f"{folder}/{self.name}_settings.html",
-            "runner_summary": f"{folder}/{self.name}_summary.html",
-            "throughput_label": "measured", "estimate_note": "",
-        }
-
     def resume_point(self, job: Job) -> ResumePoint | None:
         """Where a restart of `job` continues from: a checkpoint its latest run left behind
         (asked only when that run failed or was cancelled). None: from step 0."""
         return None
 
     def flushed_throughput(self, job: Job) -> float | None:
-        """The estimate this run can reach at most when below the plan's (else None)."""
+        """The estimate this run can reach at most when below the plan's (else None); stored
+        on the job when it is approved."""
         return None
 
     def invalid(self, exc: InstanceError) -> ValidationError:
