@@ -57,7 +57,10 @@ class Registry(Generic[T]):
         self._entries: dict[str, T] = {}
 
     def add(self, name: str, entry: T) -> T:
-        """Register `entry` under `name`; the same object again is a no-op, another refused."""
+        """Register `entry` under `name`; the same object again is a no-op, another refused.
+
+        The built-ins load first, so a clash with one is caught whatever the import order."""
+        self._load_builtins()
         existing = self._entries.get(name)
         if existing is not None and existing is not entry:
             raise ValueError(f"{self.noun} {name!r} registered twice")

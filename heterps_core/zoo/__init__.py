@@ -1,20 +1,21 @@
 """The model zoo: name -> `ZooModel`, one registry (`get`, `names`, `@register`).
 
 Each module listed in `_BUILTINS` defines one zoo model class decorated with `@register`;
-adding a model is one class plus one line there.
+adding a model is one class plus one line there. The registry holds one instance of each
+(zoo models are stateless descriptions); `get` returns it. The modules load on the first
+lookup, so importing the package stays cheap.
 """
 
 from __future__ import annotations
 
 import importlib
 
-from heterps_core.errors import HeterPSError
+from heterps_core.registry import Registry, UnknownName
 from heterps_core.zoo.base import ChainLayer, ChainModel, ModelConfig, ZooModel
 
 __all__ = ["ChainLayer", "ChainModel", "ModelConfig", "UnknownModelError", "ZooModel",
            "get", "names", "register"]
 
-_REGISTRY: dict[str, type[ZooModel]] = {}
 _BUILTINS = (
     "ctr_dnn",
     "wide_deep",
@@ -26,36 +27,35 @@ _BUILTINS = (
 )
 
 
-class UnknownModelError(HeterPSError, KeyError):
+class UnknownModelError(UnknownName):
     """A model name that no zoo entry has."""
-
-    def __str__(self) -> str:
-        return str(self.args[0])
-
-
-def register(cls: type[ZooModel]) -> type[ZooModel]:
-    """Class decorator: makes a zoo model available under `cls.name`."""
-    if cls.name in _REGISTRY and _REGISTRY[cls.name] is not cls:
-        raise ValueError(f"zoo model {cls.name!r} registered twice")
-    _REGISTRY[cls.name] = cls
-    return cls
-
-
-def names() -> list[str]:
-    _load_builtins()
-    return sorted(_REGISTRY)
-
-
-def get(name: str) -> ZooModel:
-    """A fresh instance of the zoo model called `name`."""
-    _load_builtins()
-    try:
-        return _REGISTRY[name]()
-    except KeyError:
-        known = ", ".join(sorted(_REGISTRY))
-        raise UnknownModelError(f"unknown model {name!r}; known: {known}") from None
 
 
 def _load_builtins() -> None:
     for module in _BUILTINS:
         importlib.import_module(f"heterps_core.zoo.{module}")
+
+
+MODELS: Registry[ZooModel] = Registry("model", load=_load_builtins)
+
+
+def register(cls: type[ZooModel]) -> type[ZooModel]:
+    """Class decorator: makes a zoo model available under `cls.name`."""
+    try:
+        MODELS.add(cls.name, cls())
+    except ValueError:
+        if type(MODELS.get(cls.name)) is not cls:  # the same class again is no clash
+            raise
+    return cls
+
+
+def names() -> list[str]:
+    return MODELS.names()
+
+
+def get(name: str) -> ZooModel:
+    """The zoo model called `name`."""
+    try:
+        return MODELS.get(name)
+    except UnknownName as exc:
+        raise UnknownModelError(exc.noun, exc.name, exc.known) from None

@@ -124,3 +124,13 @@ def test_pop_removes_an_entry() -> None:
     shapes.register(Square)
     assert shapes.pop("square") is Square
     assert "square" not in shapes
+
+
+def test_a_clash_with_a_builtin_not_yet_loaded_is_caught() -> None:
+    shapes: Registry[type[Shape]] = Registry("shape", load=lambda: shapes.register(Square))
+
+    class Other(Shape):
+        name = "square"
+
+    with pytest.raises(ValueError, match="registered twice"):
+        shapes.register(Other)
