@@ -1,6 +1,6 @@
 """`heterps --server URL --token T COMMAND`: the same tool, talking to a HeterPS server's
-REST API instead of computing locally. Standard library only (urllib): the core must not
-depend on Django or an HTTP package.
+REST API instead of computing locally (client.py: standard library only, the core must not
+depend on Django or an HTTP package).
 
 Remote commands are a registry of small classes like the local ones; adding one is a
 `RemoteCommand` subclass with `@register`. The token can also come from HETERPS_TOKEN.
@@ -12,60 +12,14 @@ import argparse
 import json
 import os
 import sys
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from heterps_core.cli.client import Client, RemoteError
 from heterps_core.errors import HeterPSError
 from heterps_core.limits import argument
 
-TIMEOUT_S = 30.0
 REMOTE: list[type[RemoteCommand]] = []
-
-
-class RemoteError(HeterPSError):
-    """The server could not be reached or refused the request; says which and why."""
-
-
-class Client:
-    """JSON over HTTP with a personal API token (`Authorization: Token T`)."""
-
-    def __init__(self, server: str, token: str | None) -> None:
-        parsed = urllib.parse.urlparse(server)
-        if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise RemoteError(f"--server: {server!r} is not an http(s) URL")
-        self.base = server.rstrip("/")
-        self.token = token
-
-    def get(self, path: str, **query: Any) -> Any:
-        params = {k: v for k, v in query.items() if v is not None}
-        suffix = f"?{urllib.parse.urlencode(params)}" if params else ""
-        return self.request("GET", f"{path}{suffix}")
-
-    def post(self, path: str, body: dict[str, Any] | None = None) -> Any:
-        return self.request("POST", path, body or {})
-
-    def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        url = f"{self.base}/api/{path.lstrip('/')}"
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(url, data=data, method=method)
-        request.add_header("Accept", "application/json")
-        if data is not None:
-            request.add_header("Content-Type", "application/json")
-        if self.token:
-            request.add_header("Authorization", f"Token {self.token}")
-        try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
-                raw = response.read()
-        except urllib.error.HTTPError as exc:
-            raise RemoteError(_http_problem(exc.code, exc.read(), path)) from None
-        except urllib.error.URLError as exc:
-            raise RemoteError(f"cannot reach {self.base}: {exc.reason}") from None
-        except TimeoutError:
-            raise RemoteError(f"{self.base} did not answer within {TIMEOUT_S:g} s") from None
-        return json.loads(raw) if raw else None
 
 
 class RemoteCommand:
@@ -129,31 +83,6 @@ def main(argv: Sequence[str]) -> int:
         return 2
     print(json.dumps(data, indent=2) if args.json else command.text(data))
     return 0
-
-
-def _http_problem(code: int, body: bytes, path: str) -> str:
-    try:
-        detail: Any = json.loads(body)
-    except ValueError:
-        detail = None
-    if code == 401:
-        return "the server refused the token (401): check --token"
-    if code == 404:
-        return f"not found (404): {path} does not exist or you have no access to it"
-    if code == 403:
-        reason = detail.get("detail") if isinstance(detail, dict) else None
-        return f"not allowed (403): {reason or 'your role does not allow this'}"
-    if code == 400 and isinstance(detail, dict):
-        return "; ".join(f"{field}: {_words(problem)}" for field, problem in detail.items())
-    return f"the server answered {code} for {path}"
-
-
-def _words(problem: Any) -> str:
-    if isinstance(problem, list):
-        return " ".join(_words(p) for p in problem)
-    if isinstance(problem, dict):
-        return "; ".join(f"{k}: {_words(v)}" for k, v in problem.items())
-    return str(problem)
 
 
 def _table(rows: list[dict[str, Any]], columns: list[tuple[str, str]]) -> str:
