@@ -26,7 +26,7 @@ from rest_framework.exceptions import APIException
 
 from heterps_core.errors import HeterPSError
 from heterps_core.progress import Progress
-from webapp.background import events, kinds, leases
+from webapp.background import broker, events, kinds, leases
 from webapp.background.context import LeaseLost, StopReason, WorkCancelled, WorkContext
 from webapp.background.models import Status, Work
 from webapp.projects.models import Project
@@ -314,8 +314,7 @@ def _publish(work_id: int) -> None:
 
 
 def _enqueue_or_fail(work_id: int, queue: str) -> None:
-    from workers.app import app
-
+    app = broker.app()
     try:
         app.send_task(TASK_NAME, args=[work_id], queue=queue)
     except Exception as exc:

@@ -24,10 +24,10 @@ from heterps_core.profiler.result import ModelProfile
 from heterps_core.progress import Progress, ProgressCallback, no_progress
 from heterps_core.provenance import ResourceProvenance, Tier, of_instance, stamp, summarise
 from webapp.background.services import start_work
+from webapp.catalogue.hardware import catalogue_for
 from webapp.catalogue.models import ResourceType
 from webapp.modelzoo.models import RegisteredModel
 from webapp.planning.models import Cluster, PlanningRequest, PlanResult
-from webapp.profiling.hardware import catalogue_for
 from webapp.profiling.remote import with_agent_figures
 from webapp.profiling.services import latest_profile
 from webapp.projects.models import Project
