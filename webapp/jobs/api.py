@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.apps import apps
-from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.http import Http404
 from drf_spectacular.utils import extend_schema
-from rest_framework import exceptions, mixins, serializers, status, viewsets
+from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -21,6 +21,8 @@ from webapp.bounds import api_id, api_number, filter_by_query, query_int
 from webapp.jobs import figures, replan, runners, services
 from webapp.jobs.models import Job, Runner
 from webapp.projects.permissions import Action, get_owned, visible
+
+OPTIONS = "options."
 
 
 class JobSerializer(serializers.ModelSerializer):
@@ -52,33 +54,55 @@ class JobSerializer(serializers.ModelSerializer):
 
 
 class ApproveSerializer(serializers.Serializer):
+    """What every job has, and the chosen runner's own fields under `options` (validated by
+    its `options_serializer`; errors name them `options.binding.cpu`). Before `options`
+    existed the runner's fields sat at the top level: without `options` they are still taken
+    from there, and errors keep their names (`binding.cpu`)."""
+
     plan_result = api_id()
     steps = api_number("steps")
     runner = serializers.ChoiceField(choices=[], default=Runner.PIPELINE)
-    # A mode of the runner's own registry (the runtime's for a pipeline run, the
-    # data-parallel one's otherwise): the runner validates it and names the field.
-    sync_mode = serializers.CharField(default="bsp", max_length=40)
-    # Data-parallel: the mode's parameters and {"workers", "slowdowns", "backend"}; the
-    # core validates both (errors name mode.<mode>.<param> / dataparallel.<setting>).
-    sync_params = serializers.DictField(required=False)
-    dataparallel = serializers.DictField(required=False)
-    binding = serializers.DictField(child=serializers.CharField(), required=False)
     batch_size = api_number("batch_size", required=False)
-    micro_batches = api_number("micro_batches", required=False)
     lr = api_number("lr", default=0.05)
+    options = serializers.DictField(
+        required=False, help_text="the runner's own fields: pipeline {sync_mode, binding, "
+                                  "micro_batches}; dataparallel {sync_mode, sync_params, "
+                                  "dataparallel: {workers, slowdowns, backend}}")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["runner"].choices = runners.choices()
 
-    def options(self) -> services.RunOptions:
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        runner_input = runners.get(attrs["runner"]).options_serializer
+        nested = "options" in attrs
+        if nested:
+            flat = sorted(set(runner_input().fields) & set(self.initial_data))
+            if flat:
+                raise serializers.ValidationError(
+                    {name: [f"give it under options (options.{name})"] for name in flat})
+        # The flat body is the runner's input as it was: its serializer reads its own keys.
+        given = runner_input(data=attrs["options"] if nested else self.initial_data)
+        if not given.is_valid():
+            raise serializers.ValidationError(_dotted(given.errors, OPTIONS if nested else ""))
+        return {**attrs, "options": dict(given.validated_data), "nested": nested}
+
+    def run_options(self) -> services.RunOptions:
         data = self.validated_data
         return services.RunOptions(
-            steps=data["steps"], sync_mode=data["sync_mode"], binding=data.get("binding"),
-            batch_size=data.get("batch_size"), micro_batches=data.get("micro_batches"),
-            lr=data["lr"], runner=data["runner"], sync_params=data.get("sync_params"),
-            dataparallel=data.get("dataparallel"),
-        )
+            steps=data["steps"], runner=data["runner"], options=data["options"],
+            batch_size=data.get("batch_size"), lr=data["lr"], nested=data["nested"])
+
+
+def _dotted(errors: Mapping[str, Any], prefix: str) -> dict[str, list[str]]:
+    """DRF's nested errors ({"binding": {"cpu": [...]}}) keyed by dotted field names."""
+    out: dict[str, list[str]] = {}
+    for name, value in errors.items():
+        if isinstance(value, Mapping):
+            out.update(_dotted(value, f"{prefix}{name}."))
+        else:
+            out[f"{prefix}{name}"] = [str(v) for v in value]
+    return out
 
 
 class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
@@ -99,19 +123,19 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
             raise Http404("Planning is not installed.") from None
         result = get_owned(request.user, model.objects.all(),
                            approve.validated_data["plan_result"], Action.EDIT)
-        job = _call(services.approve_plan, request.user, result, approve.options())
+        job = services.approve_plan(request.user, result, approve.run_options())
         return Response(JobSerializer(job).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=None, responses={200: JobSerializer})
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str | None = None) -> Response:
-        job = _call(services.cancel, request.user, self.get_object())
+        job = services.cancel(request.user, self.get_object())
         return Response(JobSerializer(job).data)
 
     @extend_schema(request=None, responses={200: JobSerializer})
     @action(detail=True, methods=["post"])
     def restart(self, request: Request, pk: str | None = None) -> Response:
-        job = _call(services.restart, request.user, self.get_object())
+        job = services.restart(request.user, self.get_object())
         return Response(JobSerializer(job).data)
 
     @extend_schema(request=None, responses={200: serializers.JSONField()})
@@ -127,7 +151,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     @replan.mapping.post
     def replan_create(self, request: Request, pk: str | None = None) -> Response:
         """A new planning request with the latest run's measured numbers (members, owners)."""
-        planning = _call(replan.replan, request.user, self.get_object())
+        planning = replan.replan(request.user, self.get_object())
         return Response(
             {"planning_request": planning.pk,
              "url": reverse("planning-request-detail", args=[planning.pk], request=request)},
@@ -140,10 +164,3 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         job = self.get_object()
         run = query_int(request.query_params, "run", high=int(limit("run").high))
         return Response(services.metrics_series(job, run))
-
-
-def _call(act: Any, *args: Any) -> Any:
-    try:
-        return act(*args)
-    except ValidationError as exc:
-        raise exceptions.ValidationError(exc.message_dict) from exc

@@ -34,9 +34,10 @@ class Job(ProjectOwned):
     model_size = models.CharField(max_length=20, default="tiny")
     scheduler = models.CharField(max_length=40, blank=True)
     plan_result_id = models.BigIntegerField(null=True, blank=True)  # planning's result row
-    # How it runs: a runner of `webapp.jobs.runners`, and that runner's validated options
-    # under the core's names (pipeline: sync, binding, micro_batches; data-parallel: mode,
-    # params, workers, slowdowns, backend).
+    # How it runs: a runner of `webapp.jobs.runners` (the registry sits above this module and
+    # is never imported here), and that runner's validated options under the core's names
+    # (pipeline: sync, binding, micro_batches; data-parallel: sync, params, workers,
+    # slowdowns, backend; the sync mode is `sync` for every runner).
     runner = models.CharField(max_length=20, default=Runner.PIPELINE)
     options = models.JSONField(default=dict, blank=True)
     steps = models.PositiveIntegerField()
@@ -45,6 +46,10 @@ class Job(ProjectOwned):
     seed = models.IntegerField(default=0)
     predicted_throughput = models.FloatField()  # samples/s
     predicted_cost_per_hour = models.FloatField()  # dollars per hour, estimate
+    # The estimate with the stages taking turns, when the runner's sync mode drains every
+    # mini-batch (a pipeline `bsp` run of a multi-stage plan): what such a run can reach.
+    # Its runner's (`JobRunner.flushed_throughput`), set on approval.
+    flushed_throughput = models.FloatField(null=True, blank=True)  # samples/s
     work = models.ForeignKey(Work, null=True, blank=True, on_delete=models.SET_NULL,
                              related_name="+")
     runs = models.PositiveIntegerField(default=0)
@@ -77,13 +82,9 @@ class Job(ProjectOwned):
     # Read-only views of `options`, in the words the pages and the API use.
 
     @property
-    def is_dataparallel(self) -> bool:
-        return self.runner == Runner.DATAPARALLEL
-
-    @property
     def sync_mode(self) -> str:
         """The sync mode, of the runner's own registry (the runtime's, or data-parallel's)."""
-        return str(self.options.get("sync") or self.options.get("mode") or "")
+        return str(self.options.get("sync") or "")
 
     @property
     def sync_params(self) -> dict[str, Any]:
@@ -100,20 +101,8 @@ class Job(ProjectOwned):
     @property
     def dataparallel(self) -> dict[str, Any]:
         """Data-parallel settings (workers, slowdowns, backend); {} for other runners."""
-        if not self.is_dataparallel:
-            return {}
         return {k: self.options[k] for k in ("workers", "slowdowns", "backend")
                 if k in self.options}
-
-    @property
-    def flushed_throughput(self) -> float | None:
-        """For a pipeline run whose sync mode drains every mini-batch (`bsp`) of a multi-stage
-        plan, the estimate with the stages taking turns: that, not `predicted_throughput`, is
-        what such a run can reach. None where it does not apply (the job's runner says)."""
-        from webapp.jobs import runners  # the registry imports this module
-
-        runner = runners.RUNNERS.get(self.runner)
-        return runner.flushed_throughput(self) if runner else None
 
     @property
     def active(self) -> bool:

@@ -3,6 +3,7 @@ chooses (`RunOptions`). Plain values, shared by the services, the runners, forms
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,6 +11,9 @@ from webapp.projects.models import Project
 
 PIPELINE = "pipeline"
 DATAPARALLEL = "dataparallel"
+# The runners' fields as they were before `options` held them (the API's first version, the
+# CLI): still taken, and moved into `options` unchanged (a runner's input keeps these names).
+FLAT_FIELDS = ("sync_mode", "sync_params", "binding", "micro_batches", "dataparallel")
 
 
 @dataclass(frozen=True)
@@ -26,22 +30,37 @@ class PlanSource:
     name: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class RunOptions:
-    """What the person approving chooses: the runner, steps and training knobs, and the
-    runner's own options. Pipeline: `sync_mode` (the runtime's registry), `binding`,
-    `micro_batches`. Data-parallel: `sync_mode` and `sync_params` name a mode of
-    heterps_core.dataparallel and its parameters; `dataparallel` holds workers, slowdowns
-    ("1,1,4" or a list) and backend. Errors name these fields (`binding.cpu`,
-    `mode.ssp.staleness`, `dataparallel.slowdowns`)."""
+    """What the person approving chooses: what every job has (the runner, steps, batch size,
+    learning rate, seed) and `options`, the runner's own input (its form's and serializer's
+    fields: the pipeline's `sync_mode`, `binding`, `micro_batches`; the data-parallel
+    runner's `sync_mode`, `sync_params`, `dataparallel`). `nested`: the caller named them
+    under `options`, so errors do too (`options.binding.cpu`); the old flat keywords
+    (`RunOptions(steps=8, binding=...)`) are moved into `options` and keep their names."""
 
     steps: int
-    sync_mode: str = "bsp"
-    binding: dict[str, str] | None = None
-    sync_params: dict[str, Any] | None = None
-    micro_batches: int | None = None
-    lr: float = 0.05
-    seed: int = 0
-    batch_size: int | None = None
-    runner: str = PIPELINE
-    dataparallel: dict[str, Any] | None = None
+    runner: str
+    options: Mapping[str, Any]
+    batch_size: int | None
+    lr: float
+    seed: int
+    nested: bool
+
+    def __init__(self, steps: int, runner: str = PIPELINE,
+                 options: Mapping[str, Any] | None = None, *, batch_size: int | None = None,
+                 lr: float = 0.05, seed: int = 0, nested: bool | None = None,
+                 **flat: Any) -> None:
+        unknown = sorted(set(flat) - set(FLAT_FIELDS))
+        if unknown:
+            raise TypeError(f"RunOptions got unexpected keywords {', '.join(unknown)}")
+        given = {name: value for name, value in flat.items() if value is not None}
+        values = {"steps": steps, "runner": runner, "options": {**given, **(options or {})},
+                  "batch_size": batch_size, "lr": lr, "seed": seed,
+                  "nested": bool(options) and not given if nested is None else nested}
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
+
+    def field(self, name: str) -> str:
+        """How the caller named the runner's field `name` (for errors)."""
+        return f"options.{name}" if self.nested else name

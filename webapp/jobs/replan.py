@@ -26,7 +26,7 @@ from heterps_core.errors import HeterPSError
 from heterps_core.instance import Instance
 from heterps_core.plan import Plan
 from heterps_core.runtime.throughput import is_substitute
-from webapp.jobs import measured
+from webapp.jobs import measured, runners
 from webapp.jobs.models import Job, MeasuredStage, Replan
 from webapp.projects.permissions import Action, AnyUser, check
 
@@ -259,9 +259,9 @@ def replans(job: Job) -> list[dict[str, Any]]:
 
 
 def page(job: Job) -> dict[str, Any]:
-    """The job page's closed-loop part: the offer (or why none) and earlier re-plans.
-    Pipeline runs only: they are the ones with stage times of the plan's stages."""
-    if not job.plan_result_id or job.is_dataparallel:
+    """The job page's closed-loop part: the offer (or why none) and earlier re-plans. Only
+    for runners whose runs measure the plan's stages (`can_replan`)."""
+    if not job.plan_result_id or not runners.for_job(job).can_replan:
         return {}
     return {"replan_offer": offer(job), "replans": replans(job),
             "replan_threshold_pct": 100 * measured.threshold()}

@@ -54,7 +54,7 @@ class JobRunKind(WorkKind):
         # after a worker died must not count its own partial cost twice).
         base_cost = _cost_before(job, run)
         context = runners.RunContext(job=job, run=run, base_cost=base_cost, work=ctx)
-        return runners.get(job.runner).execute(job, context)
+        return runners.for_job(job).execute(job, context)
 
 
 def _cost_before(job: Job, run: int) -> float:

@@ -4,7 +4,8 @@ Views, the API and the job-run kind come through here. A job's run is a generic
 `background.Work` record of kind `job-run`, so progress, cancel and the websocket are the
 ones every long action uses; `records` keeps the job's own history (metric rows, log,
 summary, accrued cost). How a job runs is its runner's business (`runners`): approving
-asks the chosen runner to clean the options, and the page asks it for its section.
+asks the chosen runner (`runners.get`) to clean its input into the job's options; the job
+page's runner part is `pages`.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ DEFAULT_BATCH = 64  # when neither the person approving nor the plan's request g
 
 __all__ = [
     "PlanSource", "RunOptions", "approve", "approve_plan", "cancel", "finish_run", "log",
-    "metrics_series", "page", "publish_sample", "record_sample", "restart", "resume_point",
+    "metrics_series", "publish_sample", "record_sample", "restart", "resume_point",
     "sample_group", "source_of", "start_run", "state",
 ]
 
@@ -93,8 +94,9 @@ def approve(
     check(user, source.project, Action.EDIT)
     fields = _fields(source, options)
     plan = Plan.from_dict(source.plan)
+    runner = runners.get(options.runner)
     with transaction.atomic():
-        job = Job.objects.create(
+        job = Job(
             project=source.project,
             name=source.name or source.model_name,
             scheduler=source.scheduler or plan.scheduler,
@@ -102,11 +104,11 @@ def approve(
             predicted_throughput=plan.throughput or 0.0,
             predicted_cost_per_hour=plan.cost_per_hour or 0.0,
             created_by=user,
-            **{k: v for k, v in fields.items() if k != "plan"},
-            plan=source.plan,
+            **fields,
         )
-        described = runners.get(job.runner).describe(job)
-        log(job.pk, f"approved by {user.get_username()}: {described}")
+        job.flushed_throughput = runner.flushed_throughput(job)  # a prediction, like the plan's
+        job.save(force_insert=True)
+        log(job.pk, f"approved by {user.get_username()}: {runner.describe(job)}")
         if start:
             job = start_run(user, job)
     return job
@@ -147,7 +149,7 @@ def resume_point(job: Job) -> ResumePoint | None:
     """Where a restart of the job would continue from (None: step 0)."""
     if job.work is None or job.work.status not in RESUMABLE:
         return None
-    return runners.get(job.runner).resume_point(job)
+    return runners.for_job(job).resume_point(job)
 
 
 def _why_from_zero(job: Job) -> str:
@@ -174,14 +176,6 @@ def metrics_series(job: Job, run: int | None = None) -> list[dict[str, Any]]:
          "stages": m.stages}
         for m in rows
     ]
-
-
-def page(job: Job, series: list[dict[str, Any]]) -> dict[str, Any]:
-    """The job page's runner parts: their templates and the context they need, and the step
-    its Restart button continues from."""
-    point = None if job.active else resume_point(job)
-    return {**runners.get(job.runner).page(job, series),
-            "restart_step": point.step if point else 0}
 
 
 def state(job: Job) -> dict[str, Any]:
@@ -224,14 +218,19 @@ def _fields(source: PlanSource, options: RunOptions) -> dict[str, Any]:
     except InstanceError as exc:
         raise ValidationError({f"plan.{exc.field}": exc.problem}) from exc
     if options.runner not in runners.RUNNERS:
-        problems["runner"] = (f"must be one of {', '.join(runners.RUNNERS)}, "
+        problems["runner"] = (f"must be one of {', '.join(runners.RUNNERS.names())}, "
                               f"got {options.runner!r}")
     if problems:
         raise ValidationError(problems)
     options = replace(options, batch_size=options.batch_size or source.batch_size or DEFAULT_BATCH)
+    try:
+        cleaned = runners.get(options.runner).clean(options, source, plan)
+    except ValidationError as exc:  # named as the caller named the runner's fields
+        raise ValidationError({options.field(name): messages
+                               for name, messages in exc.message_dict.items()}) from exc
     return {
         "runner": options.runner,
-        "options": runners.get(options.runner).clean(options, source, plan),
+        "options": cleaned,
         "plan": source.plan,
         "model_name": source.model_name,
         "model_size": source.model_size,

@@ -1,9 +1,10 @@
 """The runner interface, and what a run is handed (`RunContext`).
 
-A runner is how a job executes: it cleans the options a person chose into the job's stored
-`options` (the core's names, the core's validation), describes a job in one line, executes
-one run (storing and publishing samples through the context) and builds its part of the job
-page. The web app never branches on the kind of job: it asks the job's runner.
+A runner is how a job executes: it names the input a person gives it (its form and
+serializer), cleans that input into the job's stored `options` (the core's names, the core's
+validation), describes a job in one line and executes one run (storing and publishing
+samples through the context); it names its part of the job page. The web app never branches
+on the kind of job: it asks the registry for the job's runner (`runners.for_job`).
 """
 
 from __future__ import annotations
@@ -13,13 +14,16 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from django.core.exceptions import ValidationError
+from rest_framework import serializers
 
 from heterps_core.errors import InstanceError
 from heterps_core.plan import Plan
 from webapp.background.context import WorkContext
 from webapp.jobs import records
+from webapp.jobs.inputs.base import OptionsForm
 from webapp.jobs.models import Job
 from webapp.jobs.options import PlanSource, RunOptions
+from webapp.jobs.pages.base import RunnerPage
 from webapp.jobs.runners.resume import ResumePoint
 
 
@@ -50,14 +54,23 @@ class JobRunner:
 
     name: ClassVar[str]
     label: ClassVar[str]
-    # The job page's parts: `templates/jobs/runners/NAME.html` (its section),
-    # `NAME_settings.html` (rows of the settings list), `NAME_summary.html` (the last run).
-    script: ClassVar[str] = ""  # a page script of its own (a static path), if any
+    # What a person gives it: its own approve-form fields and API serializer, whose cleaned
+    # values are `RunOptions.options` (`webapp.jobs.inputs`).
+    options_form: ClassVar[type[OptionsForm]]
+    options_serializer: ClassVar[type[serializers.Serializer]]
+    # Its part of the job page (`webapp.jobs.pages`) and a page script of its own, if any.
+    page: ClassVar[RunnerPage] = RunnerPage()
+    script: ClassVar[str] = ""
+    # Its runs hold the plan's stages on the plan's prices: the page splits the accrued cost
+    # per stage, and measured stage times can re-plan the plan.
+    accrues_per_stage: ClassVar[bool] = False
+    can_replan: ClassVar[bool] = False
     # Core field -> the option it came from, for errors (`bind.cpu` -> `binding.cpu`).
     error_fields: ClassVar[Mapping[str, str]] = {}
 
     def clean(self, options: RunOptions, source: PlanSource, plan: Plan) -> dict[str, Any]:
-        """The job's `options` JSON, validated by the core; ValidationError naming the option."""
+        """The job's stored `options` JSON from `options.options` (the runner's input),
+        validated by the core; ValidationError naming the input's field."""
         raise NotImplementedError
 
     def describe(self, job: Job) -> str:
@@ -67,24 +80,14 @@ class JobRunner:
         """Run the job once to its end; return the summary stored on the job."""
         raise NotImplementedError
 
-    def page(self, job: Job, series: list[dict[str, Any]]) -> dict[str, Any]:
-        """Context of the job page's runner parts (templates, labels, the section's data)."""
-        folder = "jobs/runners"
-        return {
-            "runner_label": self.label, "runner_script": self.script,
-            "runner_template": f"{folder}/{self.name}.html",
-            "runner_settings": f"{folder}/{self.name}_settings.html",
-            "runner_summary": f"{folder}/{self.name}_summary.html",
-            "throughput_label": "measured", "estimate_note": "",
-        }
-
     def resume_point(self, job: Job) -> ResumePoint | None:
         """Where a restart of `job` continues from: a checkpoint its latest run left behind
         (asked only when that run failed or was cancelled). None: from step 0."""
         return None
 
     def flushed_throughput(self, job: Job) -> float | None:
-        """The estimate this run can reach at most when below the plan's (else None)."""
+        """The estimate this run can reach at most when below the plan's (else None); stored
+        on the job when it is approved."""
         return None
 
     def invalid(self, exc: InstanceError) -> ValidationError:

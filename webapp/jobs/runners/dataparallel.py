@@ -1,8 +1,10 @@
 """The data-parallel runner: trains the plan's model on N workers with a sync mode of
 `heterps_core.dataparallel` (emulated time, or one process per worker).
 
-Options (the core's names): `mode` and its `params` (defaults filled in by the mode itself),
-and `TrainConfig`'s `workers`, `slowdowns` and `backend`. The core validates all of them;
+Its input (`inputs.dataparallel`): `sync_mode`, `sync_params` and `dataparallel` (workers,
+slowdowns, backend). Stored options (the core's names): `sync` (the mode, under the key the
+pipeline runner uses too) and its `params` (defaults filled in by the mode itself), and
+`TrainConfig`'s `workers`, `slowdowns` and `backend`. The core validates all of them;
 its `DataParallelError` fields are kept (`mode.ssp.staleness`) or put under `dataparallel.`
 (`dataparallel.slowdowns`), the option group a person set them in.
 """
@@ -16,35 +18,24 @@ from django.core.exceptions import ValidationError
 
 from heterps_core import zoo
 from heterps_core.dataparallel import DataParallelError, TrainConfig, modes, train
-from heterps_core.dataparallel.config import BACKENDS
 from heterps_core.errors import HeterPSError
 from heterps_core.plan import Plan
 from heterps_core.runtime.throughput import DEFINITION
 from webapp.background.context import WorkCancelled
 from webapp.jobs import records
+from webapp.jobs.inputs.dataparallel import (
+    DEFAULT_SYNC,
+    DEFAULT_WORKERS,
+    DataParallelOptionsForm,
+    DataParallelOptionsSerializer,
+)
 from webapp.jobs.models import Job
 from webapp.jobs.options import DATAPARALLEL, PlanSource, RunOptions
+from webapp.jobs.pages.dataparallel import DataParallelPage, time_unit
 from webapp.jobs.runners.base import JobRunner, RunContext
 from webapp.jobs.runners.sampler import Sampler
 
-DEFAULT_WORKERS = 3
-MAX_WORKERS = 64
 SETTINGS = ("workers", "slowdowns", "backend")  # the options that are TrainConfig's
-
-
-def schemas() -> list[dict[str, Any]]:
-    """Every registered sync mode: name, summary and the JSON schema of its parameters."""
-    return modes.schemas()
-
-
-def mode_choices() -> list[tuple[str, str]]:
-    return [(s["name"], f"{s['name']}: {s['summary']}") for s in schemas()]
-
-
-def backend_choices() -> list[tuple[str, str]]:
-    labels = {"emulated": "emulated: one process, emulated time (repeatable)",
-              "process": "process: one OS process per worker, wall-clock time"}
-    return [(name, labels.get(name, name)) for name in BACKENDS]
 
 
 def parse_slowdowns(text: str) -> tuple[float, ...]:
@@ -74,13 +65,17 @@ class DataParallelRunner(JobRunner):
     name = DATAPARALLEL
     label = "data-parallel run of the plan's model"
     script = "js/job_dataparallel.js"
+    options_form = DataParallelOptionsForm
+    options_serializer = DataParallelOptionsSerializer
+    page = DataParallelPage()
 
     def clean(self, options: RunOptions, source: PlanSource, plan: Plan) -> dict[str, Any]:
+        mode = options.options.get("sync_mode") or DEFAULT_SYNC
         try:
-            params = dict(modes.create(options.sync_mode, options.sync_params or {}).p)
+            params = dict(modes.create(mode, options.options.get("sync_params") or {}).p)
         except DataParallelError as exc:
             raise ValidationError({exc.field: exc.problem}) from exc
-        given = options.dataparallel or {}
+        given = options.options.get("dataparallel") or {}
         slowdowns = given.get("slowdowns") or ()
         if isinstance(slowdowns, str):
             slowdowns = parse_slowdowns(slowdowns)
@@ -88,7 +83,7 @@ class DataParallelRunner(JobRunner):
             raise ValidationError({"dataparallel.slowdowns": (
                 f"must be a list of factors or text like 1,1,4; got {slowdowns!r}")})
         stored: dict[str, Any] = {
-            "mode": options.sync_mode, "params": params,
+            "sync": mode, "params": params,
             "workers": given.get("workers", DEFAULT_WORKERS), "slowdowns": list(slowdowns),
             "backend": given.get("backend", "emulated"),
         }
@@ -126,7 +121,7 @@ class DataParallelRunner(JobRunner):
         sampler = Sampler(config.workers, job.steps, job.predicted_cost_per_hour, emit)
         try:
             result = train(model, model.config(job.model_size),
-                           modes.create(options["mode"], options["params"]), config,
+                           modes.create(options["sync"], options["params"]), config,
                            metrics=sampler, cancel=run.stop)
             sampler.flush()
         except HeterPSError as exc:
@@ -146,7 +141,7 @@ class DataParallelRunner(JobRunner):
             "cost": job.predicted_cost_per_hour * elapsed / 3600,
             "final_loss": evals[-1]["loss"] if evals else None,
         })
-        unit = self._time_unit(job)
+        unit = time_unit(job)
         loss = "-" if summary["final_loss"] is None else f"{summary['final_loss']:.4f}"
         records.finish_run(
             job.pk, summary,
@@ -155,22 +150,3 @@ class DataParallelRunner(JobRunner):
             f"held-out loss {loss}",
         )
         return summary
-
-    def page(self, job: Job, series: list[dict[str, Any]]) -> dict[str, Any]:
-        """The latest sample's per-worker rows, phase and switch time, for the server-rendered
-        job page (the script takes over with live samples)."""
-        workers = [
-            dict(w, bytes_mb=(w.get("bytes_sent") or 0) / 1e6,
-                 step_time_ms=None if w.get("step_time_s") is None else w["step_time_s"] * 1000)
-            for w in (series[-1]["stages"] if series else [])
-        ]
-        last = {"phase": workers[-1]["phase"] if workers else "",
-                "switch_s": workers[-1].get("switch_s") if workers else None}
-        unit = self._time_unit(job)
-        return {**super().page(job, series), "dp_workers": workers, "dp_last": last,
-                "dp_time_unit": unit, "estimate_note": " (pipeline)",
-                "throughput_label": "wall clock" if unit == "s" else "emulated clock"}
-
-    @staticmethod
-    def _time_unit(job: Job) -> str:
-        return "emulated s" if job.options.get("backend", "emulated") == "emulated" else "s"

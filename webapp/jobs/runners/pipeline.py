@@ -1,11 +1,12 @@
 """The pipeline runner: executes a job's plan with `heterps_core.runtime` (one process per
 stage replica, the parameter server, agents on other machines for `remote` types).
 
-Options (the runtime's names): `sync` (the runtime's sync registry), `binding` (resource
-type -> target text, only the types a person named; the others run on one local CPU
-thread) and `micro_batches`. The runtime's compile step validates them; on top of it the
-binding is checked against where it would run: a `remote` type needs a worker agent that
-could serve it.
+Its input (`inputs.pipeline`): `sync_mode`, `binding`, `micro_batches`. Stored options (the
+runtime's names): `sync` (the runtime's sync registry), `binding` (resource type -> target
+text, only the types a person named; the others run on one local CPU thread) and
+`micro_batches`. The runtime's compile step validates them; on top of it the binding is
+checked against where it would run: a `remote` type needs a worker agent that could serve it.
+Its part of the job page is `pages.pipeline`.
 """
 
 from __future__ import annotations
@@ -28,25 +29,24 @@ from heterps_core.runtime.compile import (
     default_micro_batches,
 )
 from heterps_core.runtime.errors import RunError
-from heterps_core.runtime.throughput import error, is_substitute, run_summary
+from heterps_core.runtime.throughput import run_summary
 from webapp.background.context import WorkCancelled
 from webapp.jobs import measured, records
-from webapp.jobs.measured import threshold
+from webapp.jobs.inputs.pipeline import (
+    TARGETS_HELP,
+    PipelineOptionsForm,
+    PipelineOptionsSerializer,
+)
 from webapp.jobs.models import Job
 from webapp.jobs.options import PIPELINE, PlanSource, RunOptions
+from webapp.jobs.pages.pipeline import PipelinePage
 from webapp.jobs.runners.base import JobRunner, RunContext
 from webapp.jobs.runners.resume import ResumePoint, link_step, newest_checkpoint, unlink_step
 from webapp.modelzoo import loading
 from workers import agents
 
-TARGETS_HELP = "cpu, cpu:THREADS, cuda:N, remote or remote:cuda"
 # The runtime's fields for a checkpoint it will not resume from (compile's checks).
 RESUME_FIELDS = frozenset({"checkpoint", "resume"})
-
-
-def sync_mode_choices() -> list[tuple[str, str]]:
-    """The runtime's registered sync modes, with their one-line summaries."""
-    return [(name, f"{name}: {sync.get(name).summary}") for name in sync.names()]
 
 
 def log_dir(job: Job, run: int) -> Path:
@@ -88,19 +88,26 @@ def run_config(job: Job, log_path: Path | None = None) -> RunConfig:
 class PipelineRunner(JobRunner):
     name = PIPELINE
     label = "pipeline run of the plan"
+    options_form = PipelineOptionsForm
+    options_serializer = PipelineOptionsSerializer
+    page = PipelinePage()
+    accrues_per_stage = True
+    can_replan = True
     error_fields = {"sync": "sync_mode", "bind": "binding", "model": "model_name",
                     "size": "model_size"}
 
     def clean(self, options: RunOptions, source: PlanSource, plan: Plan) -> dict[str, Any]:
-        given = options.binding or {}
-        blank = [name for name, target in given.items() if not str(target).strip()]
+        given = options.options
+        binding = given.get("binding") or {}
+        blank = [name for name, target in binding.items() if not str(target).strip()]
         if blank:
             raise ValidationError({f"binding.{name}": f"choose where it runs: {TARGETS_HELP}"
                                    for name in blank})
         stored = {
-            "sync": options.sync_mode,
-            "binding": {name: str(target).strip() for name, target in given.items()},
-            "micro_batches": options.micro_batches or default_micro_batches(len(plan.stages)),
+            "sync": given.get("sync_mode") or "bsp",
+            "binding": {name: str(target).strip() for name, target in binding.items()},
+            "micro_batches": (given.get("micro_batches")
+                              or default_micro_batches(len(plan.stages))),
         }
         draft = Job(plan=source.plan, model_name=source.model_name, model_size=source.model_size,
                     steps=options.steps, batch_size=options.batch_size or 0, lr=options.lr,
@@ -117,11 +124,6 @@ class PipelineRunner(JobRunner):
         binding = ", ".join(f"{k}={v}" for k, v in job.binding.items()) or "all on local cpu"
         return (f"{job.model_name} ({job.model_size}), {job.steps} steps of {job.batch_size}, "
                 f"sync {job.sync_mode}, binding {binding}")
-
-    def page(self, job: Job, series: list[dict[str, Any]]) -> dict[str, Any]:
-        context = super().page(job, series)
-        context.update(comparison(job, series))
-        return context
 
     def flushed_throughput(self, job: Job) -> float | None:
         plan = Plan.from_dict(job.plan)
@@ -218,86 +220,6 @@ def _store(job: Job, run: RunContext, data: dict[str, Any]) -> None:
     profile so far (the closed loop works during a run too)."""
     run.store(data)
     measured.record_sample(job, run.run, data)
-
-
-def comparison(job: Job, series: list[dict[str, Any]]) -> dict[str, Any]:
-    """Measured next to predicted, like with like: each stage's measured time per mini-batch
-    and busy share beside the plan's (the final summary, else the latest sample), which
-    stages ran on a substitute, and the plan re-evaluated with the stage times that ran.
-    The error figure is against the prediction for what ran when anything was substituted,
-    never against a prediction for hardware that did not run."""
-    plan = Plan.from_dict(job.plan)
-    binding = job.binding
-    summary = job.summary or {}
-    if summary.get("stages"):
-        rows = summary["stages"]
-        as_run = summary.get("predicted_throughput_as_run")
-        measured = summary.get("throughput")
-    else:
-        rows = _live_rows(plan, binding, series[-1]["stages"] if series else [])
-        as_run = _as_run(rows, job.batch_size, sync.get(job.sync_mode).flushes)
-        measured = job.last_throughput
-    rows = [_shown(r) for r in rows]
-    substitutes = [r for r in rows if r.get("substitute")]
-    planned = job.flushed_throughput or job.predicted_throughput
-    against = as_run if substitutes else planned
-    wrong = error(measured, against)
-    limit = threshold()
-    off = [{**r, "difference_pct": 100 * (r["measured_time_per_batch_s"]
-                                          / r["predicted_time_per_batch_s"] - 1)}
-           for r in rows if not r.get("substitute") and r.get("measured_time_per_batch_s")
-           and r.get("predicted_time_per_batch_s")
-           and abs(r["measured_time_per_batch_s"] / r["predicted_time_per_batch_s"] - 1) > limit]
-    return {
-        "prediction_error_pct": None if wrong is None else 100 * wrong,
-        "stages_off": off, "threshold_pct": 100 * limit,
-        "stage_rows": rows, "substitutes": substitutes, "as_run": as_run,
-        "planned_for_run": planned, "error_against": "as_run" if substitutes else "plan",
-        "prediction_error": wrong,
-        "stage_plan": {"stages": [{"bound_to": r["bound_to"], "substitute": r["substitute"]}
-                                  for r in rows],
-                       "flushes": sync.get(job.sync_mode).flushes,
-                       "batch_size": job.batch_size},
-        "startup_s": summary.get("startup_s", series[-1].get("startup_s") if series else None),
-        "span_s": summary.get("span_s", series[-1].get("span_s") if series else None),
-    }
-
-
-def _shown(row: dict[str, Any]) -> dict[str, Any]:
-    """A stage row with its figures in the table's units (ms, %)."""
-    def scaled(key: str, by: float) -> float | None:
-        value = row.get(key)
-        return None if value is None else value * by
-
-    return {**row, "measured_ms": scaled("measured_time_per_batch_s", 1000),
-            "predicted_ms": scaled("predicted_time_per_batch_s", 1000),
-            "busy_pct": scaled("busy_share", 100), "idle_pct": scaled("idle_share", 100)}
-
-
-def _live_rows(plan: Plan, binding: dict[str, str], stages: list[dict[str, Any]]
-               ) -> list[dict[str, Any]]:
-    rows = []
-    for i, stage in enumerate(plan.stages):
-        got = stages[i] if i < len(stages) else {}
-        target = binding.get(stage.resource, "cpu")
-        rows.append({
-            "stage": i + 1, "resource": stage.resource, "units": stage.units or 1,
-            "bound_to": target, "substitute": is_substitute(stage.resource, target),
-            "measured_time_per_batch_s": got.get("time_per_batch_s"),
-            "predicted_time_per_batch_s": stage.time_per_batch_s,
-            "busy_share": got.get("busy_share"),
-            "idle_share": None if got.get("busy_share") is None else 1 - got["busy_share"],
-        })
-    return rows
-
-
-def _as_run(rows: list[dict[str, Any]], batch_size: int, flushes: bool) -> float | None:
-    """The live twin of `throughput.predicted_as_run`, from the latest sample's stage times."""
-    times = [r["measured_time_per_batch_s"] for r in rows]
-    if not rows or any(not t for t in times):
-        return None
-    rates = [r["units"] * batch_size / t for r, t in zip(rows, times, strict=True)]
-    return 1.0 / sum(1.0 / r for r in rates) if flushes and len(rates) > 1 else min(rates)
 
 
 def _check_agents(binding: dict[str, Target]) -> None:

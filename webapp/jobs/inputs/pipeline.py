@@ -1,0 +1,59 @@
+"""The pipeline runner's input: the runtime's sync mode, micro-batches and a binding per
+resource type of the plan (`{"sync_mode", "binding", "micro_batches"}`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from rest_framework import serializers
+
+from heterps_core.runtime import sync
+from webapp.bounds import api_number, form_number
+from webapp.jobs.inputs.base import OptionsForm
+
+TARGETS_HELP = "cpu, cpu:THREADS, cuda:N, remote or remote:cuda"
+DEFAULT_SYNC = "bsp"
+
+
+def sync_mode_choices() -> list[tuple[str, str]]:
+    """The runtime's registered sync modes, with their one-line summaries."""
+    return [(name, f"{name}: {sync.get(name).summary}") for name in sync.names()]
+
+
+class PipelineOptionsForm(OptionsForm):
+    legend = "Pipeline run"
+
+    sync_mode = forms.ChoiceField(choices=sync_mode_choices, initial=DEFAULT_SYNC,
+                                  required=False, label="Pipeline sync mode",
+                                  help_text="how replicas and the parameter server agree")
+    micro_batches = form_number("micro_batches", required=False,
+                                help_text="pipeline micro-batches (default 4, 1 stage: 1)")
+
+    def __init__(self, *args: Any, resources: list[str], **kwargs: Any) -> None:
+        super().__init__(*args, resources=resources, **kwargs)
+        for name in resources:
+            # Not required by the form: the runner refuses a blank one with its reason.
+            self.fields[f"bind_{name}"] = forms.CharField(
+                label=f"Run {name} on", initial="cpu", max_length=40, help_text=TARGETS_HELP,
+                required=False)
+
+    def options(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        return {"sync_mode": data.get("sync_mode") or DEFAULT_SYNC,
+                "binding": {name: data[f"bind_{name}"].strip() for name in self.resources},
+                "micro_batches": data.get("micro_batches")}
+
+    def field_of(self, error: str) -> str | None:
+        head, _, rest = error.partition(".")
+        return super().field_of(f"bind_{rest}" if head == "binding" else error)
+
+
+class PipelineOptionsSerializer(serializers.Serializer):
+    # A mode of the runtime's registry; the runner validates it and names the field.
+    sync_mode = serializers.CharField(default=DEFAULT_SYNC, max_length=40)
+    binding = serializers.DictField(child=serializers.CharField(max_length=40),
+                                    required=False,
+                                    help_text=f"resource type -> {TARGETS_HELP}; a type left "
+                                              "out runs on one local CPU thread")
+    micro_batches = api_number("micro_batches", required=False)
