@@ -2,9 +2,15 @@
 
 - `heterps_core` is the domain: importing every one of its modules loads no Django, Celery
   or Channels (checked in a fresh interpreter).
-- No import cycles among the project's modules (`heterps_core`, `webapp`, `workers`): a
-  small AST walk over the imports each module runs when it is imported (module level, not
-  inside functions or `if TYPE_CHECKING:`), then strongly connected components.
+- No import cycles among the project's modules (`heterps_core`, `webapp`, `workers`),
+  counting every import a module can run: module level and inside functions alike (an
+  import hidden in a function is still a dependency; it only moves the failure to run
+  time). Imports under `if TYPE_CHECKING:` never run and are not counted.
+- Layers: each module belongs to one row of `LAYERS` (an app's `urls`/`routing` modules
+  to the site's row: they wire pages together), and imports only its own row or rows
+  below it. The few edges that must go up are listed in `UPWARD`, each with its reason.
+- Sizes: no module over 500 lines; execution-side modules (they run inside jobs and
+  agents, where a reader debugs under pressure) under 300.
 """
 
 from __future__ import annotations
@@ -19,6 +25,44 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("heterps_core", "webapp", "workers")
 FORBIDDEN = ("django", "celery", "channels", "rest_framework", "daphne")
 
+# Low to high. A module's row is the one of its longest matching prefix.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("heterps_core",),
+    ("webapp.environment", "webapp.settings", "webapp.bounds", "webapp.api_errors",
+     "webapp.middleware", "webapp.staticstorage"),
+    ("webapp.projects", "webapp.accounts", "webapp.demo"),
+    ("webapp.background",),
+    ("webapp.catalogue", "webapp.modelzoo"),
+    ("webapp.profiling",),
+    ("webapp.planning",),
+    ("webapp.jobs",),
+    ("webapp.costs", "webapp.rltraining", "webapp.dashboard"),
+    ("webapp", "webapp.health", "webapp.ops", "webapp.urls",
+     "webapp.api_urls", "webapp.routing", "webapp.asgi", "webapp.wsgi"),
+    ("workers",),
+)
+
+# URL and websocket routing modules wire pages from any app together: they sit with the site.
+WIRING = ("urls", "routing")
+
+# (importer, imported) -> why this edge goes up.
+UPWARD: dict[tuple[str, str], str] = {
+    ("webapp.background.broker", "workers.app"):
+        "webapp's one door to Celery: the Celery app (its broker settings and task list) "
+        "is defined in workers, and web processes must enqueue on that same app",
+    ("webapp.background.broker", "workers.embedded"):
+        "the embedded default runs a Celery worker thread inside the server process; "
+        "`manage.py up` starts it through the same door",
+}
+
+SIZE_LIMIT = 500
+EXECUTION_SIZE_LIMIT = 300
+EXECUTION_SIDE = (
+    "heterps_core/runtime/", "heterps_core/dataparallel/", "heterps_core/ps/",
+    "heterps_core/rendezvous.py", "heterps_core/processes.py", "heterps_core/agents.py",
+    "heterps_core/cli/run", "heterps_core/cli/remote", "workers/",
+)
+
 
 def modules(package: str) -> dict[str, Path]:
     """Dotted name -> file of every module of `package` (packages by their __init__)."""
@@ -30,6 +74,10 @@ def modules(package: str) -> dict[str, Path]:
         name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
         found[name] = path
     return found
+
+
+def project_modules() -> dict[str, Path]:
+    return {name: path for package in PACKAGES for name, path in modules(package).items()}
 
 
 def test_importing_every_core_module_loads_no_web_framework() -> None:
@@ -48,33 +96,31 @@ def test_importing_every_core_module_loads_no_web_framework() -> None:
     assert done.stdout.strip() == "", f"heterps_core loads {done.stdout.strip()}"
 
 
-def _import_time_nodes(body: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
-    """Import statements run at import time: module level, inside if/try/with, not in
-    function or class bodies' functions, not under `if TYPE_CHECKING:`."""
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _import_nodes(body: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement that can run: at module level and inside functions and
+    classes, but not under `if TYPE_CHECKING:`."""
     for node in body:
         if isinstance(node, ast.Import | ast.ImportFrom):
             yield node
-        elif isinstance(node, ast.If):
-            test = node.test
-            checking = (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-                isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
-            if not checking:
-                yield from _import_time_nodes(node.body)
-            yield from _import_time_nodes(node.orelse)
-        elif isinstance(node, ast.Try):
-            for block in (node.body, node.orelse, node.finalbody):
-                yield from _import_time_nodes(block)
-            for handler in node.handlers:
-                yield from _import_time_nodes(handler.body)
-        elif isinstance(node, ast.With | ast.ClassDef):
-            yield from _import_time_nodes(node.body)
+        elif isinstance(node, ast.If) and _is_type_checking(node.test):
+            yield from _import_nodes(node.orelse)
+        else:
+            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                for child in getattr(node, field, None) or ():
+                    yield from _import_nodes([child] if isinstance(child, ast.stmt)
+                                             else getattr(child, "body", []))
 
 
 def _edges(name: str, path: Path, known: set[str]) -> set[str]:
     tree = ast.parse(path.read_text(), filename=str(path))
     is_package = path.name == "__init__.py"
     targets: set[str] = set()
-    for node in _import_time_nodes(tree.body):
+    for node in _import_nodes(tree.body):
         if isinstance(node, ast.Import):
             targets.update(alias.name for alias in node.names)
             continue
@@ -89,6 +135,11 @@ def _edges(name: str, path: Path, known: set[str]) -> set[str]:
     # A module's own packages are imported first by Python, never by its code: not edges.
     parents = {".".join(name.split(".")[:i]) for i in range(1, name.count(".") + 1)}
     return {t for t in targets if t in known and t != name and t not in parents}
+
+
+def import_graph() -> dict[str, set[str]]:
+    files = project_modules()
+    return {name: _edges(name, path, set(files)) for name, path in files.items()}
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -127,12 +178,68 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def layer_of(module: str) -> int:
+    if module.startswith("webapp.") and module.rsplit(".", 1)[-1] in WIRING:
+        module = "webapp.urls"
+    best, row = -1, -1
+    for number, prefixes in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
+                best, row = len(prefix), number
+    if row < 0:
+        raise AssertionError(f"{module} is in no row of LAYERS: add it to the table")
+    return row
+
+
+def upward_edges(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    return sorted((src, dst) for src, targets in graph.items() for dst in targets
+                  if layer_of(dst) > layer_of(src))
+
+
 def test_no_import_cycles_among_the_projects_modules() -> None:
-    files = {name: path for package in PACKAGES for name, path in modules(package).items()}
-    graph = {name: _edges(name, path, set(files)) for name, path in files.items()}
+    graph = import_graph()
     assert sum(len(e) for e in graph.values()) > 100  # the walk does see the imports
     assert _cycles(graph) == []
 
 
+def test_every_module_imports_only_its_layer_and_those_below() -> None:
+    upward = upward_edges(import_graph())
+    assert [edge for edge in upward if edge not in UPWARD] == []
+
+
+def test_every_listed_exception_is_still_needed() -> None:
+    upward = set(upward_edges(import_graph()))
+    assert [edge for edge in UPWARD if edge not in upward] == []
+
+
+def test_modules_stay_small_enough_to_read_in_one_pass() -> None:
+    too_long = {}
+    for path in project_modules().values():
+        relative = path.relative_to(ROOT).as_posix()
+        limit = (EXECUTION_SIZE_LIMIT if relative.startswith(EXECUTION_SIDE)
+                 else SIZE_LIMIT)
+        lines = len(path.read_text().splitlines())
+        if lines > limit:
+            too_long[relative] = lines
+    assert too_long == {}
+
+
 def test_the_walk_finds_a_cycle_when_there_is_one() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_walk_counts_imports_inside_functions_but_not_type_checking_ones() -> None:
+    tree = ast.parse(
+        "import a\n"
+        "if TYPE_CHECKING:\n    import b\n"
+        "def f():\n    import c\n    try:\n        import d\n    except E:\n        import e\n"
+        "class K:\n    def g(self):\n        from f import x\n")
+    found = {n.names[0].name if isinstance(n, ast.Import) else n.module
+             for n in _import_nodes(tree.body)}
+    assert found == {"a", "c", "d", "e", "f"}
+
+
+def test_a_module_above_importing_one_below_is_not_upward() -> None:
+    graph = {"webapp.jobs.models": {"webapp.catalogue.models"},
+             "webapp.catalogue.services": {"webapp.jobs.models"}}
+    assert upward_edges(graph) == [("webapp.catalogue.services", "webapp.jobs.models")]

@@ -15,9 +15,22 @@ from rest_framework import serializers
 
 from heterps_core.errors import InstanceError
 from heterps_core.limits import LIMITS, Limit
-from webapp.projects.permissions import MAX_ID
 
 MAX_TEXT = 10_000  # characters in any free-text field without a column limit of its own
+
+
+MAX_ID = 2**63 - 1
+
+
+def valid_id(value: Any) -> int | None:
+    """`value` as a primary key if it can be one (a whole number in 1..2**63-1), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if not isinstance(value, int) or not 1 <= value <= MAX_ID:
+        return None
+    return value
 
 
 class FiniteFloatField(serializers.FloatField):
@@ -105,8 +118,6 @@ def filter_by_query(
 
 
 def _check_ids(values: Any, field: forms.Field) -> None:
-    from webapp.projects.permissions import valid_id
-
     for value in values:
         if valid_id(value) is None:
             raise ValidationError(field.error_messages["invalid_pk_value"], code="invalid_pk_value",

@@ -78,7 +78,7 @@ def create_token(user: User, name: str, days: int = DEFAULT_DAYS
 
 def own_token(user: User, pk: object) -> ApiToken:
     """One of the user's tokens; someone else's or a missing one is a 404."""
-    from webapp.projects.permissions import valid_id
+    from webapp.bounds import valid_id
 
     token = ApiToken.objects.filter(user_id=user.pk, pk=valid_id(pk) or 0).first()
     if token is None:

@@ -23,7 +23,7 @@ from django.conf import settings
 from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 
-from webapp.background import kinds, leases, services
+from webapp.background import broker, kinds, leases, services
 from webapp.background.models import Status, Work
 
 log = logging.getLogger(__name__)
@@ -99,8 +99,7 @@ def _lost_messages(startup: bool) -> list[Work]:
 
 def _ids_in_redis(queues: set[str]) -> set[int]:
     """Work ids of the run_work messages Redis holds: waiting in a queue or unacknowledged."""
-    from workers.app import app
-
+    app = broker.app()
     with app.connection_for_read() as conn:
         client = conn.default_channel.client
         raw = [m for queue in sorted(queues) for m in client.lrange(queue, 0, -1)]

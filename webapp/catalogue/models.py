@@ -6,6 +6,8 @@ from django.core.validators import MinValueValidator
 from django.db import models
 
 from heterps_core.instance import Resource
+from webapp.catalogue.hardware import precision_of
+from webapp.catalogue.validation import ALL_FIELDS, clean
 from webapp.projects.models import ProjectOwned
 
 
@@ -39,16 +41,12 @@ class ResourceType(ProjectOwned):
 
     def clean(self) -> None:
         """The catalogue service's validation, so the admin accepts what pages and API do."""
-        from webapp.catalogue.services import ALL_FIELDS, clean
-
         clean({f: getattr(self, f) for f in ALL_FIELDS})
 
     @property
     def precision_label(self) -> str:
         """What a GPU type's estimates train at ('' for CPUs), after the hardware's own
         fallback (no TF32 tensor cores: fp32)."""
-        from webapp.profiling.hardware import precision_of
-
         return precision_of(self)
 
     def to_core(self) -> Resource:

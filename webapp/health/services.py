@@ -14,6 +14,8 @@ from channels.layers import channel_layers, get_channel_layer
 from django.conf import settings
 from django.db import connection
 
+from webapp.background import broker as celery_door
+
 TIMEOUT_S = 3.0
 Check = Callable[[], str]
 
@@ -52,8 +54,7 @@ async def _round_trip() -> str:
 
 
 def broker() -> str:
-    from workers.app import app
-
+    app = celery_door.app()
     with app.connection_for_write() as conn:
         conn.ensure_connection(max_retries=1, timeout=TIMEOUT_S)
         return str(conn.transport_cls)

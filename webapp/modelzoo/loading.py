@@ -15,6 +15,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 
 from heterps_core import zoo
+from webapp.modelzoo.sources import Source
 
 
 def allowed_factories() -> tuple[str, ...]:
@@ -55,8 +56,6 @@ def factory_model(spec: str, example_input: str = "") -> Any:
 
 def model_for(model: Any) -> Any:
     """The zoo entry or factory model behind a RegisteredModel, through the allow-list."""
-    from webapp.modelzoo.models import Source
-
     if model.source == Source.FACTORY:
         return factory_model(model.factory, model.example_input)
     if model.source == Source.ZOO:
@@ -67,8 +66,6 @@ def model_for(model: Any) -> Any:
 
 def check_model_fields(model: Any) -> None:
     """A RegisteredModel's code-naming fields, as the admin's form validates them."""
-    from webapp.modelzoo.models import Source
-
     if model.source == Source.ZOO and model.zoo_name not in zoo.names():
         raise ValidationError({"zoo_name": (
             f"{model.zoo_name!r} is not a zoo model; known: {', '.join(zoo.names())}")})
@@ -82,8 +79,6 @@ def profile(model: Any, options: Any, batch_size: int, progress: Any) -> Any:
     """heterps_core's profile of a zoo entry or allow-listed factory, layer by layer."""
     from heterps_core.profiler import profile_zoo_model
     from heterps_core.profiler.chain import profile_chain
-    from webapp.modelzoo.models import Source
-
     built = model_for(model)  # refuses anything off the allow-list before importing it
     if model.source == Source.ZOO:
         return profile_zoo_model(built.name, options, size=model.size or "tiny",

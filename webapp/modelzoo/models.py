@@ -6,13 +6,9 @@ from typing import Any
 
 from django.db import models
 
+from webapp.modelzoo.loading import check_model_fields
+from webapp.modelzoo.sources import Source
 from webapp.projects.models import ProjectOwned
-
-
-class Source(models.TextChoices):
-    ZOO = "zoo", "Zoo"
-    FACTORY = "factory", "Own model (factory)"
-    IMPORTED = "imported", "Imported layer chain"
 
 
 class RegisteredModel(ProjectOwned):
@@ -46,8 +42,6 @@ class RegisteredModel(ProjectOwned):
     def clean(self) -> None:
         """The admin's check: a zoo name must be a zoo entry and a factory allow-listed, so
         no text typed there reaches the code loader (webapp/modelzoo/loading.py)."""
-        from webapp.modelzoo.loading import check_model_fields
-
         check_model_fields(self)
 
     @property

@@ -1,5 +1,6 @@
 from django.urls import path
 
+from webapp.dashboard import model_page
 from webapp.modelzoo import views
 
 app_name = "modelzoo"
@@ -9,5 +10,5 @@ urlpatterns = [
     path("project/<int:project_pk>/add/", views.add, name="add"),
     path("project/<int:project_pk>/import/", views.import_model, name="import"),
     path("project/<int:project_pk>/factory/", views.add_factory, name="add-factory"),
-    path("<int:pk>/", views.detail, name="detail"),
+    path("<int:pk>/", model_page.detail, name="detail"),
 ]

@@ -1,4 +1,5 @@
-"""Model pages: the project's models and the zoo, import, and one model's layer table."""
+"""Model pages: the project's models and the zoo, import (one model's page, with its
+profiles and measured times: webapp/dashboard/model_page.py)."""
 
 from __future__ import annotations
 
@@ -7,20 +8,16 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from webapp.jobs import measured
 from webapp.modelzoo import services
 from webapp.modelzoo.forms import (
     AddZooModelForm,
     FactoryModelForm,
     ImportModelForm,
-    ProfileForm,
     add_service_errors,
 )
 from webapp.modelzoo.models import RegisteredModel
-from webapp.profiling.models import ProfileRun
-from webapp.profiling.services import latest_profile, layer_chart, layer_table
 from webapp.projects.models import Project
-from webapp.projects.permissions import Action, can, get_owned, get_project, visible_projects
+from webapp.projects.permissions import Action, can, get_project, visible_projects
 
 
 def index(request: HttpRequest) -> HttpResponse:
@@ -81,28 +78,6 @@ def import_model(request: HttpRequest, project_pk: int) -> HttpResponse:
         else:
             return redirect("modelzoo:detail", pk=model.pk)
     return _render_list(request, project, AddZooModelForm(), form, status=400)
-
-
-def detail(request: HttpRequest, pk: int) -> HttpResponse:
-    model = get_owned(request.user, RegisteredModel.objects.select_related("project"), pk)
-    run = latest_profile(model)
-    table = layer_table(run)
-    context = {
-        "model": model,
-        "project": model.project,
-        "can_edit": can(request.user, model.project_id, Action.EDIT),
-        "run": run,
-        "table": table,
-        "chart": layer_chart(table),
-        "runs": ProfileRun.objects.filter(model=model).select_related("work")[:10],
-        # What finished runs measured per layer group, next to the plan (issue 16).
-        "measured": measured.for_model(model.project_id, model.runtime_model, model.size,
-                                       model.layer_names()) if model.runtime_model else [],
-        "measured_threshold_pct": 100 * measured.threshold(),
-        "profile_form": ProfileForm(initial={"batch_size": model.default_batch_size,
-                                             "repeats": 3}),
-    }
-    return render(request, "modelzoo/detail.html", context)
 
 
 def _render_list(request: HttpRequest, project: Project, add_form: AddZooModelForm,

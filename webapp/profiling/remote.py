@@ -1,10 +1,10 @@
 """Profiling on the resources' own machines: each project resource type whose agent queue a
-live worker consumes (`workers.agents.serving`) has the model timed there; every other type
+live worker consumes (`broker.serving`) has the model timed there; every other type
 keeps the roofline estimate from the web server's measurement, labelled with why.
 
 The profile work (profile_kind.py) measures here first (the roofline needs it), then
 `open_origins` writes one `ResourceProfile` per resource type and asks the served ones
-(`workers.agents.dispatch_profile`), and `wait_for_agents` waits for their answers, up to
+(`broker.dispatch_profile`), and `wait_for_agents` waits for their answers, up to
 `agent_timeout_s()`, reporting progress, stopping when the work is cancelled. The agent task
 (`workers.agents.profile_agent`, ids only) calls `measure_here`, which writes its figures
 straight into the shared database. Whoever changes a waiting row first wins (row lock): an
@@ -24,6 +24,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from heterps_core.agents import queue_for
 from heterps_core.instance import Instance
 from heterps_core.profiler import ProfileOptions
 from heterps_core.profiler.instance_builder import BuiltInstance, Figure
@@ -31,11 +32,11 @@ from heterps_core.profiler.measure import repeat_until_known
 from heterps_core.profiler.result import ModelProfile
 from heterps_core.progress import Progress, no_progress
 from heterps_core.provenance import Tier
+from webapp.background import broker
 from webapp.background.context import WorkCancelled, WorkContext
 from webapp.catalogue.models import ResourceType
 from webapp.profiling.models import LayerResult, Origin, ProfileRun, ResourceProfile, Source
 from webapp.profiling.services import load_note
-from workers import agents
 
 DEFAULT_TIMEOUT_S = 300.0
 MAX_TIMEOUT_S = 86_400.0
@@ -84,11 +85,11 @@ def open_origins(run: ProfileRun) -> list[ResourceProfile]:
     if settings.MODE.embedded_worker:
         live: set[str] = set()
     else:
-        live = agents.serving([t.name for t in types if t.name.strip()])
+        live = broker.serving([t.name for t in types if t.name.strip()])
     rows = []
     for resource_type in types:
         name = resource_type.name
-        queue = agents.queue_for(name) if name.strip() else ""
+        queue = queue_for(name) if name.strip() else ""
         served = name in live
         where = ("embedded mode: no agents, its broker is in this process"
                  if settings.MODE.embedded_worker else f"queue {queue}")
@@ -101,7 +102,7 @@ def open_origins(run: ProfileRun) -> list[ResourceProfile]:
     timeout = agent_timeout_s()
     for origin in waiting:
         try:
-            task_id = agents.dispatch_profile(run.pk, origin.pk, origin.resource, timeout)
+            task_id = broker.dispatch_profile(run.pk, origin.pk, origin.resource, timeout)
         except Exception as exc:  # broker gone between `serving` and now: label, go on
             _settle(origin.pk, roofline_note(f"could not ask its agent on "
                                                               f"{origin.queue}: {exc}"))
@@ -127,7 +128,7 @@ def wait_for_agents(run_id: int, ctx: WorkContext, timeout_s: float) -> None:
                 _settle(origin.pk, roofline_note(
                     f"no answer from an agent on {origin.queue} within {timeout_s:g} s "
                     f"(setting {TIMEOUT_SETTING})"))
-            agents.revoke_profiles([o.task_id for o in waiting if o.task_id])
+            broker.revoke_profiles([o.task_id for o in waiting if o.task_id])
             return
         try:
             if ctx.cancelled():
@@ -142,7 +143,7 @@ def wait_for_agents(run_id: int, ctx: WorkContext, timeout_s: float) -> None:
             for origin in waiting:
                 _settle(origin.pk, roofline_note("the profile was cancelled "
                                                                   "while waiting for its agent"))
-            agents.revoke_profiles([o.task_id for o in waiting if o.task_id])
+            broker.revoke_profiles([o.task_id for o in waiting if o.task_id])
             raise
         ctx.stop.wait(POLL_S)
 

@@ -13,9 +13,9 @@ from heterps_core.profiler.instance_builder import build_instance
 from heterps_core.profiler.measure import Measurement
 from heterps_core.profiler.result import ModelProfile
 from webapp.background.services import start_work
+from webapp.catalogue.hardware import catalogue_for
 from webapp.catalogue.models import ResourceType
 from webapp.modelzoo.models import RegisteredModel
-from webapp.profiling.hardware import catalogue_for
 from webapp.profiling.models import LayerResult, ProfileRun, Source
 from webapp.projects.permissions import Action, AnyUser, check
 

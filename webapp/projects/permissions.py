@@ -15,6 +15,8 @@ from django.core import exceptions
 from django.db.models import Model, QuerySet
 from django.http import Http404
 
+# MAX_ID and valid_id are re-exported: callers ask permissions about ids they were given.
+from webapp.bounds import MAX_ID, valid_id  # noqa: F401
 from webapp.projects.models import Membership, Project, Role
 
 AnyUser = User | AnonymousUser
@@ -113,20 +115,6 @@ def get_owned(
 
 # Primary keys are 64-bit on every backend; a larger number names nothing (and would make
 # the database driver raise instead of answering "no such row").
-MAX_ID = 2**63 - 1
-
-
-def valid_id(value: Any) -> int | None:
-    """`value` as a primary key if it can be one (a whole number in 1..2**63-1), else None."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value)
-    if not isinstance(value, int) or not 1 <= value <= MAX_ID:
-        return None
-    return value
-
-
 def check_references(
     project: Project | int, params: Any, references: dict[str, type[Model]]
 ) -> None:

@@ -10,7 +10,8 @@ import pytest
 from django.core.management import call_command
 
 from webapp.catalogue.models import ResourceType
-from webapp.demo import DEMO_PROJECT, demo_wanted, load_demo
+from webapp.demo import DEMO_PROJECT, demo_wanted
+from webapp.ops.demo import load_demo
 from webapp.ops.services import ensure_admin
 from webapp.projects.models import Project
 

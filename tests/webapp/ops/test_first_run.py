@@ -10,7 +10,8 @@ from django.contrib.auth import authenticate, get_user_model
 from django.core.management import call_command
 
 from webapp.catalogue.models import ResourceType
-from webapp.demo import DEMO_PROJECT, load_demo
+from webapp.demo import DEMO_PROJECT
+from webapp.ops.demo import load_demo
 from webapp.ops.services import ensure_admin
 from webapp.projects.models import Project
 from webapp.projects.permissions import role_of

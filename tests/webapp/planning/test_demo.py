@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from heterps_core import zoo
-from webapp.demo import load_demo
+from webapp.ops.demo import load_demo
 from webapp.modelzoo.models import RegisteredModel
 from webapp.planning.models import Cluster
 

@@ -2,7 +2,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from webapp.demo import already_loaded, load_demo
+from webapp.ops.demo import already_loaded, load_demo
 from webapp.ops.services import ensure_admin
 
 

@@ -15,8 +15,9 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from webapp.background import leases, sweeper
-from webapp.demo import demo_wanted, load_demo
+from webapp.background import broker, leases, sweeper
+from webapp.demo import demo_wanted
+from webapp.ops.demo import load_demo
 from webapp.ops.services import ensure_admin
 
 # How long running work gets to stop after SIGTERM / Ctrl-C before the process exits.
@@ -77,9 +78,7 @@ class Command(BaseCommand):
         sweeper.start_periodic()
         worker = None
         if settings.MODE.embedded_worker:
-            from workers import embedded
-
-            worker = embedded.start(concurrency=options["worker_threads"])
+            worker = broker.start_embedded_worker(options["worker_threads"])
         url = f"http://{options['host']}:{options['port']}/"
         self.stdout.write(self.style.SUCCESS(f"Serving HeterPS on {url} (Ctrl-C stops)"))
         try:

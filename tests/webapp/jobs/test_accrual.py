@@ -9,9 +9,8 @@ import pytest
 
 from webapp.background import services as work_services
 from webapp.background.models import Status, Work
-from webapp.costs import accrual
 from webapp.costs.templatetags.money import usd
-from webapp.jobs import services
+from webapp.jobs import accrual, services
 from webapp.jobs.models import Job
 from webapp.jobs.services import RunOptions
 

@@ -10,10 +10,13 @@ type sets one, precision (issue 21; blank: the entry's own).
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from heterps_core.hardware import Catalogue, ResourceKind, default_catalogue
 from heterps_core.hardware.catalogue import effective_precision
-from webapp.catalogue.models import ResourceType
+
+if TYPE_CHECKING:  # the model's `precision_label` asks this module: no import back
+    from webapp.catalogue.models import ResourceType
 
 
 def hardware_for(resource_type: ResourceType) -> ResourceKind:
