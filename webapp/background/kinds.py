@@ -5,6 +5,9 @@ implement `clean_params` (reject bad input with a `ValidationError` naming the f
 `run(ctx)` (call heterps_core with `ctx.progress`, check `ctx.cancelled()` in long loops,
 return JSON), decorate it with `@register`, and import its module from the app's
 `AppConfig.ready()`. The Celery task `workers.tasks.run_work` runs every kind.
+
+The registry holds one instance of each kind (kinds keep no state: a run's state is its
+`WorkContext`); `get` returns it.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any, ClassVar
 from django.core.exceptions import ValidationError
 from django.db.models import Model
 
+from heterps_core.registry import Registry, UnknownName
 from webapp.background.context import WorkContext
 
 # Celery queues. Interactive work (seconds) never waits behind long work (minutes, hours):
@@ -21,8 +25,6 @@ from webapp.background.context import WorkContext
 INTERACTIVE = "interactive"
 LONG = "long"
 QUEUES = (INTERACTIVE, LONG)
-
-_KINDS: dict[str, type[WorkKind]] = {}
 
 
 class WorkKind:
@@ -45,24 +47,24 @@ class WorkKind:
         raise NotImplementedError
 
 
+KINDS: Registry[WorkKind] = Registry("kind")
+
+
 def register(cls: type[WorkKind]) -> type[WorkKind]:
-    if cls.name in _KINDS:
-        raise ValueError(f"work kind {cls.name!r} registered twice")
-    _KINDS[cls.name] = cls
+    KINDS.register(cls())
     return cls
 
 
 def get(name: str) -> WorkKind:
     try:
-        return _KINDS[name]()
-    except KeyError:
-        known = ", ".join(sorted(_KINDS))
-        raise ValidationError({"kind": f"unknown kind {name!r}; known: {known}"}) from None
+        return KINDS.get(name)
+    except UnknownName as exc:
+        raise ValidationError({"kind": str(exc)}) from None
 
 
 def names() -> list[str]:
-    return sorted(_KINDS)
+    return KINDS.names()
 
 
 def choices() -> list[tuple[str, str]]:
-    return [(name, _KINDS[name].label) for name in sorted(_KINDS)]
+    return KINDS.choices(lambda kind: kind.label)
