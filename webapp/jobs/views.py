@@ -13,10 +13,10 @@ from django.views.decorators.http import require_POST
 
 from heterps_core.plan import Plan
 from heterps_core.runtime.compile import whole_steps
-from webapp.costs import accrual
-from webapp.jobs import figures, replan, services
+from webapp.jobs import accrual, figures, replan, runners, services
 from webapp.jobs.forms import ApproveForm
 from webapp.jobs.models import Job
+from webapp.jobs.pages import detail as detail_page
 from webapp.middleware import AuthenticatedRequest
 from webapp.projects.permissions import Action, can, get_owned, visible
 
@@ -43,9 +43,9 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
         "can_edit": can(request.user, job.project_id, Action.EDIT),
         "figure_tiers": figures.figure_tiers(job),
     }
-    context.update(services.page(job, series))
+    context.update(detail_page.runner_parts(job, series))
     context.update(replan.page(job))
-    if not job.is_dataparallel:  # data-parallel runs accrue on an estimate's clock
+    if runners.for_job(job).accrues_per_stage:  # others accrue on an estimate's clock
         context["accrual"] = accrual.run_accrual(job, series)
     return render(request, "jobs/detail.html", context)
 
