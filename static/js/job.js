@@ -1,6 +1,7 @@
 // The job page: throughput, loss and accrued cost streaming live (measured next to the
-// plan's estimate). Every runtime sample arrives as a work event whose `metrics` is the
-// sample; we append it to the charts and reload the page when the run finishes.
+// plan's estimate). The socket sends typed events (webapp/background/events.py):
+// "job.sample" (one per stored sample: `work.metrics` is the sample), appended to the
+// charts, and "work.status" (the run's state), which reloads the page when the run ends.
 (function () {
   "use strict";
   const card = document.getElementById("job");
@@ -102,28 +103,34 @@
     field("message").textContent = work.message;
     field("error").textContent = work.error;
     field("error").hidden = !work.error;
-    const m = work.metrics || {};
-    if (m.step !== undefined) {
-      if (!seen.has(key(m))) {
-        seen.add(key(m));
-        series.push(m);
-        field("step").textContent = `${m.step}/${m.total_steps}`;
-        // The run's measured figure (first to last finished mini-batch) where the runner
-        // reports it; the window's figure is the labelled live one.
-        field("throughput").textContent = fmt(m.run_samples_per_s === undefined ? m.samples_per_s : m.run_samples_per_s, 1);
-        if (field("window")) field("window").textContent = `${m.samples_per_s.toFixed(1)} (last ${fmt(m.window_s, 1)} s)`;
-        if (field("startup") && m.startup_s !== null && m.startup_s !== undefined) field("startup").textContent = m.startup_s.toFixed(1);
-        if (m.loss !== null) field("loss").textContent = m.loss.toFixed(4);
-        field("cost").textContent = (baseCost + m.cost).toFixed(4);
-        field("bar").style.width = `${Math.round(100 * m.step / m.total_steps)}%`;
-        stages(m.stages);
-        draw();
-        card.dispatchEvent(new CustomEvent("metric", { detail: m }));
-      }
-    }
-    if (work.finished && !finished) window.location.reload(); // summary and log are server-rendered
-    finished = work.finished;
   }
+
+  function onSample(m) {
+    if (seen.has(key(m))) return; // a reconnect may send one again
+    seen.add(key(m));
+    series.push(m);
+    field("step").textContent = `${m.step}/${m.total_steps}`;
+    // The run's measured figure (first to last finished mini-batch) where the runner
+    // reports it; the window's figure is the labelled live one.
+    field("throughput").textContent = fmt(m.run_samples_per_s === undefined ? m.samples_per_s : m.run_samples_per_s, 1);
+    if (field("window")) field("window").textContent = `${m.samples_per_s.toFixed(1)} (last ${fmt(m.window_s, 1)} s)`;
+    if (field("startup") && m.startup_s !== null && m.startup_s !== undefined) field("startup").textContent = m.startup_s.toFixed(1);
+    if (m.loss !== null) field("loss").textContent = m.loss.toFixed(4);
+    field("cost").textContent = (baseCost + m.cost).toFixed(4);
+    field("bar").style.width = `${Math.round(100 * m.step / m.total_steps)}%`;
+    stages(m.stages);
+    draw();
+    card.dispatchEvent(new CustomEvent("metric", { detail: m }));
+  }
+
+  const handlers = {
+    "job.sample": (event) => { onWork(event.work); onSample(event.work.metrics); },
+    "work.status": (event) => {
+      onWork(event.work);
+      if (event.work.finished && !finished) window.location.reload(); // summary and log are server-rendered
+      finished = event.work.finished;
+    },
+  };
 
   const lastCost = series.length ? series[series.length - 1].cost : 0;
   const baseCost = job.accrued_cost - lastCost; // earlier runs
@@ -141,7 +148,11 @@
     const scheme = window.location.protocol === "https:" ? "wss" : "ws";
     const socket = new WebSocket(`${scheme}://${window.location.host}${card.dataset.ws}`);
     socket.onopen = () => { delay = 500; field("live").textContent = "live"; field("live").classList.add("on"); };
-    socket.onmessage = (event) => onWork(JSON.parse(event.data).work);
+    socket.onmessage = (message) => {
+      const event = JSON.parse(message.data);
+      const handle = handlers[event.type];
+      if (handle) handle(event);
+    };
     socket.onclose = () => {
       field("live").textContent = "offline";
       field("live").classList.remove("on");

@@ -45,7 +45,9 @@
   function connect() {
     const socket = new WebSocket(`${scheme}://${window.location.host}${card.dataset.ws}`);
     socket.onmessage = (event) => {
-      const work = JSON.parse(event.data).work;
+      const data = JSON.parse(event.data);
+      if (data.type !== "work.status") return; // the only event of a work socket
+      const work = data.work;
       if (work.metrics && Array.isArray(work.metrics.rows)) append(work.metrics.rows);
       if (work.finished) socket.close();
     };

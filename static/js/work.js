@@ -1,5 +1,6 @@
 // Live state of one background-work record: the websocket sends the current state on
-// connect, then one event per change; we reconnect (with back-off) until it is finished.
+// connect, then one event per change (each a typed event, webapp/background/events.py:
+// only "work.status" here); we reconnect (with back-off) until it is finished.
 (function () {
   "use strict";
   const card = document.getElementById("work");
@@ -27,7 +28,10 @@
     const scheme = window.location.protocol === "https:" ? "wss" : "ws";
     const socket = new WebSocket(`${scheme}://${window.location.host}${card.dataset.ws}`);
     socket.onopen = () => { delay = 500; field("live").textContent = "live"; field("live").classList.add("on"); };
-    socket.onmessage = (event) => render(JSON.parse(event.data).work);
+    socket.onmessage = (message) => {
+      const event = JSON.parse(message.data);
+      if (event.type === "work.status") render(event.work);
+    };
     socket.onclose = () => {
       field("live").textContent = "offline";
       field("live").classList.remove("on");

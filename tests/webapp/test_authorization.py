@@ -43,6 +43,7 @@ EXPECT: dict[str, tuple[str | None, dict[str, str]]] = {
     "jobs:cancel": ("job", {"POST": "edit"}),
     "jobs:restart": ("job", {"POST": "edit"}),
     "jobs:replan": ("job", {"POST": "edit"}),
+    "jobs:log": ("job", {"GET": "view"}),
     "jobs:approve": ("result", {"GET": "edit", "POST": "edit"}),
     "costs:report": (None, {"GET": "login"}),
     "costs:export": (None, {"GET": "login"}),

@@ -173,14 +173,15 @@ FILTERS: dict[str, set[str]] = {
     "planning-request-list": {"project"}, "plan-result-list": {"project"},
     "rl-training-run-list": {"project"}, "job-list": {"project"}, "job-metrics": {"run"},
     "api-costs": {"project", "month"}, "costs:report": {"project", "month"},
-    "costs:export": {"project", "month"},
+    "costs:export": {"project", "month"}, "jobs:log": {"run"},
 }
 ARG_KIND = {"pk": None, "project_pk": "project", "model_pk": "model", "request_pk": "request",
             "plan_result_id": "result"}
 PK_KIND = {"projects:detail": "project", "background:detail": "work", "jobs:detail": "job",
            "modelzoo:detail": "model", "profiling:detail": "profile",
            "planning:detail": "request", "planning:result": "result",
-           "rltraining:detail": "rl", "job-metrics": "job", "job-detail": "job"}
+           "rltraining:detail": "rl", "job-metrics": "job", "job-detail": "job",
+           "jobs:log": "job"}
 
 
 def _get_routes() -> list[str]:

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from webapp.jobs import views
+from webapp.jobs import log_view, views
 
 app_name = "jobs"
 urlpatterns = [
@@ -9,5 +9,6 @@ urlpatterns = [
     path("<int:pk>/cancel/", views.cancel, name="cancel"),
     path("<int:pk>/restart/", views.restart, name="restart"),
     path("<int:pk>/replan/", views.replan_measured, name="replan"),
+    path("<int:pk>/log/", log_view.job_log, name="log"),
     path("approve/<int:plan_result_id>/", views.approve, name="approve"),
 ]
