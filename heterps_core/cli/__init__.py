@@ -1,4 +1,5 @@
-"""The `heterps` command line: one small `Command` class per subcommand, one registry.
+"""The `heterps` command line: one small `Command` class per subcommand, one registry (of
+classes, in registration order: the order `heterps --help` lists them in).
 
 Command modules keep heavy imports (torch, scipy) inside `run`, so `heterps --help` and the
 planning commands start fast.
@@ -13,15 +14,15 @@ from collections.abc import Sequence
 from heterps_core.cli import remote
 from heterps_core.cli.base import Command
 from heterps_core.errors import HeterPSError
+from heterps_core.registry import Registry
 from heterps_core.runtime.errors import RunPreempted
 
-COMMANDS: list[type[Command]] = []
+COMMANDS: Registry[type[Command]] = Registry("command", ordered=True)
 
 
 def register(command: type[Command]) -> type[Command]:
     """Class decorator: adds a subcommand. Adding a command is one class plus its import below."""
-    COMMANDS.append(command)
-    return command
+    return COMMANDS.register(command)
 
 
 def build_parser() -> argparse.ArgumentParser:

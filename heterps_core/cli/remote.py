@@ -18,8 +18,7 @@ from typing import Any, ClassVar
 from heterps_core.cli.client import Client, RemoteError
 from heterps_core.errors import HeterPSError
 from heterps_core.limits import argument
-
-REMOTE: list[type[RemoteCommand]] = []
+from heterps_core.registry import Registry
 
 
 class RemoteCommand:
@@ -38,9 +37,12 @@ class RemoteCommand:
         return json.dumps(data, indent=2)
 
 
+# A registry of classes, in registration order (the order `--help` lists them in).
+REMOTE: Registry[type[RemoteCommand]] = Registry("remote command", ordered=True)
+
+
 def register(command: type[RemoteCommand]) -> type[RemoteCommand]:
-    REMOTE.append(command)
-    return command
+    return REMOTE.register(command)
 
 
 def wants_server(argv: Sequence[str]) -> bool:
