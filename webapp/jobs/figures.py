@@ -32,6 +32,6 @@ def _planned(job: Job) -> dict[str, ResourceProvenance]:
               .filter(pk=job.plan_result_id, project_id=job.project_id).first())
     if result is None:
         return {}
-    from webapp.planning.services import figure_tiers
+    from webapp.planning.results import figure_tiers
 
     return figure_tiers(result.request)

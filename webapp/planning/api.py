@@ -16,7 +16,7 @@ from heterps_core.provenance import to_json
 from webapp.bounds import api_id, api_number, filter_by_query
 from webapp.catalogue.models import ResourceType
 from webapp.modelzoo.models import RegisteredModel
-from webapp.planning import services
+from webapp.planning import results, services
 from webapp.planning.models import Cluster, PlanningRequest, PlanResult
 from webapp.projects.permissions import Action, get_owned, get_project, valid_id, visible
 
@@ -56,7 +56,7 @@ class PlanResultSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
     def get_figure_tiers(self, result: PlanResult) -> dict[str, dict[str, Any]]:
-        return to_json(services.plan_figures(result))
+        return to_json(results.plan_figures(result))
 
 
 class PlanningRequestSerializer(serializers.ModelSerializer):
@@ -72,7 +72,7 @@ class PlanningRequestSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
     def get_figure_tiers(self, request: PlanningRequest) -> dict[str, dict[str, Any]]:
-        return to_json(services.figure_tiers(request))
+        return to_json(results.figure_tiers(request))
 
 
 class StartPlanningSerializer(serializers.Serializer):

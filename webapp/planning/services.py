@@ -1,5 +1,6 @@
 """Planning rules: clusters, planning requests (instance built from a profile run and a
-cluster), solving them with each chosen scheduler, and what pages show about the results."""
+cluster), solving them with each chosen scheduler, what-if re-plans. What pages show about
+the results: webapp/planning/results.py."""
 
 from __future__ import annotations
 
@@ -15,14 +16,14 @@ from django.db import transaction
 from heterps_core import schedulers
 from heterps_core.costmodel import is_better
 from heterps_core.errors import HeterPSError
-from heterps_core.explain import explain, what_if
+from heterps_core.explain import what_if
 from heterps_core.frontier import frontier
 from heterps_core.instance import Instance
 from heterps_core.plan import Plan
 from heterps_core.profiler.instance_builder import build_instance
 from heterps_core.profiler.result import ModelProfile
 from heterps_core.progress import Progress, ProgressCallback, no_progress
-from heterps_core.provenance import ResourceProvenance, Tier, of_instance, stamp, summarise
+from heterps_core.provenance import ResourceProvenance, Tier, stamp, summarise
 from webapp.background.services import start_work
 from webapp.catalogue.hardware import catalogue_for
 from webapp.catalogue.models import ResourceType
@@ -344,140 +345,6 @@ def _json_numbers(metrics: dict[str, Any]) -> dict[str, Any]:
                                                           and not math.isfinite(v))}
 
 
-# --- what pages show --------------------------------------------------------------------
-
-
-def comparison(request: PlanningRequest) -> list[dict[str, Any]]:
-    """One row per scheduler, SkyPilot-style: chosen first, then by cost."""
-    rows = []
-    for result in request.results.all():
-        plan = result.plan or {}
-        rows.append({
-            "result": result,
-            "scheduler": result.scheduler,
-            "feasible": result.feasible,
-            "cost_per_hour": result.cost_per_hour,
-            "cost_per_million": result.cost_per_million_samples,
-            "total_cost": plan.get("total_cost"),
-            "throughput": result.throughput,
-            "solve_time_s": result.solve_time_s,
-            "gap": result.gap_to_exact,
-            "gap_percent": None if result.gap_to_exact is None else 100 * result.gap_to_exact,
-            "chosen": result.chosen,
-            "reason": result.error or plan.get("reason") or "",
-            "stages": len(plan.get("stages") or []),
-        })
-    rows.sort(key=lambda r: (not r["chosen"], not r["feasible"],
-                             r["cost_per_hour"] if r["cost_per_hour"] is not None else math.inf))
-    return rows
-
-
-def chart_data(request: PlanningRequest) -> dict[str, Any]:
-    """What the scatter and the stage diagrams draw (JSON for the page script)."""
-    layer_names = [layer["name"] for layer in request.instance["layers"]]
-    frontier_points = [p for p in request.frontier if p.get("feasible") and not p.get("dominated")]
-    return {"target": request.throughput_target, "layers": len(layer_names),
-            "plans": [_plan_entry(r, layer_names) for r in request.results.all()],
-            "frontier": [{"throughput": p["throughput"], "cost_per_hour": p["cost_per_hour"],
-                          "target": p["target"]} for p in frontier_points]}
-
-
-def plan_chart(result: PlanResult) -> dict[str, Any]:
-    """The stage diagram of one plan."""
-    layer_names = [layer["name"] for layer in result.instance["layers"]]
-    return {"target": result.request.throughput_target, "layers": len(layer_names),
-            "plans": [_plan_entry(result, layer_names)], "frontier": []}
-
-
-def _plan_entry(result: PlanResult, layer_names: list[str]) -> dict[str, Any]:
-    plan = result.plan or {}
-    return {
-        "scheduler": result.scheduler, "feasible": result.feasible, "chosen": result.chosen,
-        "cost_per_hour": result.cost_per_hour, "throughput": result.throughput,
-        "stages": [
-            {"resource": s["resource"], "units": s["units"], "layers": len(s["layers"]),
-             "first": layer_names[s["layers"][0]], "last": layer_names[s["layers"][-1]],
-             "throughput": s["throughput"]}
-            for s in plan.get("stages") or []
-        ],
-    }
-
-
-def explanation(result: PlanResult) -> dict[str, Any]:
-    """Binding stage, what sets each stage's units, and why the alternatives lost."""
-    instance = Instance.from_dict(result.instance)
-    if not result.plan:
-        return {"binding_stage": None, "binding": result.error, "stages": [], "alternatives": []}
-    data = explain(instance, Plan.from_dict(result.plan)).to_dict()
-    others = result.request.results.exclude(pk=result.pk)
-    data["schedulers"] = [
-        {"scheduler": o.scheduler, "verdict": _verdict(result, o)} for o in others
-    ]
-    return data
-
-
-def throughput_band(result: PlanResult) -> str | None:
-    """How far the plan's throughput could move with its figures' measured spread (one line,
-    heterps_core/throughput_band.py), or None when none of them has one."""
-    from heterps_core.throughput_band import throughput_band as band_of
-
-    if not result.feasible or not result.plan:
-        return None
-    band = band_of(Instance.from_dict(result.instance), Plan.from_dict(result.plan))
-    return band.range_text() if band is not None else None
-
-
-def figure_tiers(request: PlanningRequest) -> dict[str, ResourceProvenance]:
-    """Where each resource type's figures come from: the instance's own records, or for a
-    request stored before them, summarised from its figure provenance (measured figures of
-    such a request do not say where: they read as unknown, never as measured here)."""
-    try:
-        instance = Instance.from_dict(request.instance)
-    except HeterPSError:
-        return {}  # a row stored without a valid instance: nothing to say
-    records = of_instance(instance)
-    if any(r.provenance is not None for r in instance.resources):
-        return records
-    return {**records, **{k: v for k, v in summarise(request.provenance).items()
-                          if k in records}}
-
-
-def plan_figures(result: PlanResult) -> dict[str, ResourceProvenance]:
-    """The records of the types a plan uses (stages, then its server)."""
-    from heterps_core.heterogeneity import types_used
-
-    tiers = figure_tiers(result.request) if result.plan else {}
-    used = types_used(Plan.from_dict(result.plan)) if tiers else ()
-    return {name: tiers[name] for name in used if name in tiers}
-
-
-def heterogeneity(result: PlanResult) -> dict[str, Any] | None:
-    """The plan against the best plan on one resource type (heterps_core/heterogeneity.py):
-    the exact optimum of each single type on the same instance and target."""
-    from heterps_core.heterogeneity import compare
-
-    if not result.feasible or not result.plan:
-        return None
-    return compare(Instance.from_dict(result.instance), Plan.from_dict(result.plan)).to_dict()
-
-
-def stage_rows(result: PlanResult) -> list[dict[str, Any]]:
-    instance = result.instance
-    resources = {r["name"]: r for r in instance["resources"]}
-    rows = []
-    tiers = plan_figures(result)
-    for i, stage in enumerate((result.plan or {}).get("stages") or []):
-        layers = [instance["layers"][j]["name"] for j in stage["layers"]]
-        price = resources[stage["resource"]]["price_per_hour"]
-        rows.append({"number": i + 1, "layers": layers, "resource": stage["resource"],
-                     "figures": tiers.get(stage["resource"]),
-                     "units": stage["units"], "time_per_batch_s": stage["time_per_batch_s"],
-                     "time_per_batch_ms": (stage["time_per_batch_s"] or 0.0) * 1e3,
-                     "throughput": stage["throughput"],
-                     "cost_per_hour": (stage["units"] or 0) * price})
-    return rows
-
-
 def run_what_if(
     user: AnyUser, result: PlanResult, resource: str,
     price_per_hour: float | None, count: int | None,
@@ -505,13 +372,3 @@ def run_what_if(
          "layers": [instance.layers[j].name for j in s.layers]} for s in change.after.stages
     ]
     return data
-
-
-def _verdict(chosen: PlanResult, other: PlanResult) -> str:
-    from heterps_core.explain import verdict
-
-    if other.plan is None:
-        return f"failed: {other.error}"
-    if other.plan.get("assignment") == (chosen.plan or {}).get("assignment"):
-        return "found the same plan"
-    return verdict(Plan.from_dict(chosen.plan or {}), Plan.from_dict(other.plan))

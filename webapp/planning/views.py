@@ -14,7 +14,7 @@ from django.views.decorators.http import require_POST
 
 from webapp.background.services import state
 from webapp.modelzoo.forms import add_service_errors
-from webapp.planning import services
+from webapp.planning import results, services
 from webapp.planning.forms import ClusterForm, PlanningForm, RLTrainingForm, WhatIfForm
 from webapp.planning.models import Cluster, PlanningRequest, PlanResult
 from webapp.projects.models import Project
@@ -114,16 +114,16 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
         "project": planning.project,
         "work": planning.work,
         "state": state(planning.work) if planning.work else None,
-        "rows": services.comparison(planning),
-        "chart": services.chart_data(planning),
+        "rows": results.comparison(planning),
+        "chart": results.chart_data(planning),
         "can_edit": can(request.user, planning.project_id, Action.EDIT),
         "rl_form": RLTrainingForm(),
         "rl_runs": planning.rl_runs.select_related("work")[:10],
         "resources": planning.instance["resources"],
-        "figure_tiers": services.figure_tiers(planning),
+        "figure_tiers": results.figure_tiers(planning),
     }
     chosen = planning.results.filter(chosen=True).first()
-    context["heterogeneity"] = services.heterogeneity(chosen) if chosen else None
+    context["heterogeneity"] = results.heterogeneity(chosen) if chosen else None
     return render(request, "planning/detail.html", context)
 
 
@@ -160,17 +160,17 @@ def _result_context(request: HttpRequest, plan_result: PlanResult, form: WhatIfF
         "planning": plan_result.request,
         "project": plan_result.project,
         "plan": plan_result.plan or {},
-        "stages": services.stage_rows(plan_result),
-        "figures": services.plan_figures(plan_result),
-        "heterogeneity": services.heterogeneity(plan_result),
-        "band": services.throughput_band(plan_result),
-        "explanation": services.explanation(plan_result),
+        "stages": results.stage_rows(plan_result),
+        "figures": results.plan_figures(plan_result),
+        "heterogeneity": results.heterogeneity(plan_result),
+        "band": results.throughput_band(plan_result),
+        "explanation": results.explanation(plan_result),
         "resources": plan_result.instance["resources"],
         "form": form,
         "what_if": what_if,
         "approve_url": approve_url,
         "can_edit": can(request.user, plan_result.project_id, Action.EDIT),
-        "chart": services.plan_chart(plan_result),
+        "chart": results.plan_chart(plan_result),
     }
 
 

@@ -14,7 +14,7 @@ from heterps_core.hardware.accuracy import ESTIMATE_ERROR_BAND
 from heterps_core.instance import Instance
 from heterps_core.provenance import Tier, of_instance
 from webapp.catalogue.models import ResourceType
-from webapp.planning import services
+from webapp.planning import results, services
 from webapp.planning.models import PlanningRequest
 from webapp.profiling import remote
 from webapp.profiling.models import Origin, ProfileRun, ResourceProfile
@@ -37,7 +37,7 @@ def test_the_stored_instance_carries_each_types_tier(solved: PlanningRequest) ->
     # no agent measured anything: every catalogue type is the roofline, with its band
     assert records and {r.tier for r in records.values()} == {Tier.ESTIMATED}
     assert {r.band for r in records.values()} == {ESTIMATE_ERROR_BAND}
-    assert services.figure_tiers(solved) == records
+    assert results.figure_tiers(solved) == records
 
 
 def test_the_pages_show_the_tiers_and_the_ratio(personas: Any, login: Any,
@@ -82,7 +82,7 @@ def test_an_agents_type_plans_as_measured_by_an_agent(
         "measured")
     request = services.start_planning(personas.member, profiled.model, cluster, 1_000,
                                       ["exact"])
-    tiers = services.figure_tiers(request)
+    tiers = results.figure_tiers(request)
     assert tiers["cpu-96"].tier is Tier.AGENT and tiers["cpu-96"].measured
     assert tiers["cpu-96"].device.startswith("cpu-96@machine-7: cpu (1 threads")
     assert all(r.tier is Tier.ESTIMATED for name, r in tiers.items() if name != "cpu-96")
@@ -100,7 +100,7 @@ def test_a_request_stored_before_tiers_reads_from_its_figures(
     for figure in solved.provenance:
         figure.pop("tier", None)
     solved.save()
-    tiers = services.figure_tiers(solved)
+    tiers = results.figure_tiers(solved)
     first = solved.provenance[0]["resource"]
     # measured, but an old record does not say where: unknown, never "measured here"
     assert tiers[first].tier is Tier.UNKNOWN
@@ -115,7 +115,7 @@ def test_an_estimated_type_says_why_no_agent_measured_it(
         note=remote.roofline_note("no worker serves t4 (queue heterps.res.t4)"))
     request = services.start_planning(personas.member, profiled.model, cluster, 1_000,
                                       ["exact"])
-    t4 = services.figure_tiers(request)["t4"]
+    t4 = results.figure_tiers(request)["t4"]
     assert t4.tier is Tier.ESTIMATED
     assert t4.label() == (f"estimated {BAND} (roofline for t4; no worker serves t4 "
                           "(queue heterps.res.t4))")

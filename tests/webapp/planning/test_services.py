@@ -14,7 +14,7 @@ from heterps_core.instance import Instance
 from heterps_core.progress import Progress
 from webapp.background.models import Status, Work
 from webapp.background.services import run_work
-from webapp.planning import services
+from webapp.planning import results, services
 from webapp.planning.models import PlanResult
 from webapp.projects.permissions import PermissionDenied
 
@@ -143,7 +143,7 @@ def test_an_impossible_target_is_infeasible_with_a_reason(personas: Any, profile
     result = request.results.get()
     assert not result.feasible and not result.chosen and result.gap_to_exact is None
     assert result.plan["reason"]
-    rows = services.comparison(request)
+    rows = results.comparison(request)
     assert rows[0]["reason"] == result.plan["reason"]
 
 
@@ -153,7 +153,7 @@ def test_explanation_names_the_binding_stage_and_the_losers(personas: Any, profi
                                       ["exact", "homogeneous"])
     services.solve_request(request.pk)
     exact = request.results.get(scheduler="exact")
-    data = services.explanation(exact)
+    data = results.explanation(exact)
     stages = exact.plan["stages"]
     slowest = min(range(len(stages)), key=lambda i: stages[i]["throughput"])
     assert data["binding_stage"] == slowest
@@ -163,7 +163,7 @@ def test_explanation_names_the_binding_stage_and_the_losers(personas: Any, profi
     same = homogeneous.plan["assignment"] == exact.plan["assignment"]
     assert (data["schedulers"][0]["verdict"] == "found the same plan") == same
     assert data["alternatives"]
-    rows = services.stage_rows(exact)
+    rows = results.stage_rows(exact)
     prices = {r["name"]: r["price_per_hour"] for r in request.instance["resources"]}
     assert sum(r["cost_per_hour"] for r in rows) == pytest.approx(exact.cost_per_hour)
     assert all(r["cost_per_hour"] == r["units"] * prices[r["resource"]] for r in rows)

@@ -18,6 +18,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
+from heterps_core import agents
 from heterps_core.errors import HeterPSError, InstanceError
 from heterps_core.plan import Plan
 from heterps_core.runtime import Launcher, RunCancelled, RunConfig, TrainSettings, sync
@@ -30,6 +31,7 @@ from heterps_core.runtime.compile import (
 )
 from heterps_core.runtime.errors import RunError
 from heterps_core.runtime.throughput import run_summary
+from webapp.background import broker
 from webapp.background.context import WorkCancelled
 from webapp.jobs import measured, records
 from webapp.jobs.inputs.pipeline import (
@@ -43,7 +45,6 @@ from webapp.jobs.pages.pipeline import PipelinePage
 from webapp.jobs.runners.base import JobRunner, RunContext
 from webapp.jobs.runners.resume import ResumePoint, link_step, newest_checkpoint, unlink_step
 from webapp.modelzoo import loading
-from workers import agents
 
 # The runtime's fields for a checkpoint it will not resume from (compile's checks).
 RESUME_FIELDS = frozenset({"checkpoint", "resume"})
@@ -233,7 +234,7 @@ def _check_agents(binding: dict[str, Target]) -> None:
             f"{binding[name]} needs a worker agent, and this server runs in embedded mode "
             "(an in-process broker no other machine can reach); bind it to cpu, or run the "
             "server in production mode with agents") for name in remote})
-    serving = agents.serving(remote)
+    serving = broker.serving(remote)
     missing = [name for name in remote if name not in serving]
     if missing:
         raise ValidationError({f"binding.{name}": (
@@ -248,7 +249,7 @@ def _dispatch_remote_agents(launcher: Launcher, run: RunContext) -> None:
     if not remote:
         return
     try:
-        agents.dispatch_agents(
+        broker.dispatch_agents(
             agents.coordinator_address(launcher.address, launcher.config.host), remote)
         run.log(f"waiting for agents of {', '.join(remote)}")
     except Exception as exc:  # broker down: wait() then fails naming the missing types
