@@ -8,8 +8,9 @@ Entry points: `compile_run(RunConfig(...))` to validate a run (nothing started),
 from heterps_core.runtime.binding import Target, parse_binding, parse_target
 from heterps_core.runtime.compile import RunConfig, compile_run
 from heterps_core.runtime.errors import RunCancelled, RunConfigError, RunError, RunPreempted
-from heterps_core.runtime.launcher import Launcher, RunResult, launch
+from heterps_core.runtime.launcher import Launcher, launch
 from heterps_core.runtime.metrics import MetricsSample, MetricsSink, StageMetrics, progress_sink
+from heterps_core.runtime.result import RunResult
 from heterps_core.runtime.spec import TrainSettings
 
 __all__ = [

@@ -1,13 +1,13 @@
-"""The agent protocol, both halves: the worker agent of a worker machine (joins a job's
-rendezvous store and runs the stage processes the launcher gives it) and the launcher's side
-(hand agents their ranks, read their exit reports).
+"""The worker agent of a worker machine: joins a job's rendezvous store and runs the stage
+processes the launcher gives it. The launcher's half of the protocol (hand agents their
+ranks, read their exit reports) is `assignment.py`.
 
     python -m heterps_core.runtime.agent --coordinator HOST:PORT --provides cpu,gpu-v100 \\
         [--bind gpu-v100=cuda:0] [--name NAME]
 
 Contract (docs/operations.md; keys in heterps_core.rendezvous): the agent registers
 `agents/I` = {"name", "provides"} in the store, waits for `agents/I/ranks` (a JSON list,
-possibly empty; written by `assign`), starts one worker process per rank, writes
+possibly empty; written by `assignment.assign`), starts one worker process per rank, writes
 `exit/RANK` = exit code as each ends (read by `exit_of`), and kills its processes when the
 launcher sets `control/stop` or the store goes away. It advances `agents/I/beat` every
 0.5 s and sets `agents/I/done` when it ends on purpose, so the launcher tells a lost
@@ -29,7 +29,6 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import timedelta
 
 import torch.distributed as dist
@@ -37,75 +36,12 @@ import torch.distributed as dist
 from heterps_core import processes
 from heterps_core import rendezvous as keys
 from heterps_core.errors import HeterPSError
+from heterps_core.runtime.assignment import resource_of
 from heterps_core.runtime.binding import parse_binding
 from heterps_core.runtime.liveness import BEAT_S
-from heterps_core.runtime.spec import JobSpec, RankSpec
+from heterps_core.runtime.spec import WORKER_MODULE, JobSpec
 
 POLL_S = 0.05
-WORKER_MODULE = "heterps_core.runtime.worker"
-
-
-# --- the launcher's half ------------------------------------------------------------------
-
-
-def is_remote(rank: RankSpec) -> bool:
-    return rank.target.startswith("remote")
-
-
-def resource_of(spec: JobSpec, rank: RankSpec) -> str:
-    """The resource type a rank runs on (a spec from before ranks named theirs: the stage's)."""
-    return rank.resource or (spec.stages[rank.stage].resource if rank.role == "stage" else "")
-
-
-def assign(store: dist.Store, spec: JobSpec, remote: Sequence[RankSpec]) -> bool:
-    """Once agents cover every remote resource type, give each its ranks (round-robin)."""
-    joined = int(store.add(keys.AGENTS_JOINED, 0))
-    agents = [
-        json.loads(store.get(keys.agent(i))) for i in range(joined) if store.check([keys.agent(i)])
-    ]
-    by_type: dict[str, list[int]] = {}
-    for i, agent in enumerate(agents):
-        for resource in agent["provides"]:
-            by_type.setdefault(resource, []).append(i)
-    needed = {resource_of(spec, r) for r in remote}
-    if not needed <= by_type.keys():
-        return False
-    plan: dict[int, list[int]] = {i: [] for i in range(len(agents))}
-    handed: dict[str, int] = {}  # per type, so each type's ranks spread over its agents
-    for rank in remote:
-        resource = resource_of(spec, rank)
-        hosts = by_type[resource]
-        n = handed[resource] = handed.get(resource, -1) + 1
-        plan[hosts[n % len(hosts)]].append(rank.rank)
-    for i, ranks in plan.items():
-        store.set(keys.agent_ranks(i), json.dumps(ranks))
-    return True
-
-
-@dataclass(frozen=True)
-class AgentInfo:
-    index: int
-    name: str
-    ranks: tuple[int, ...]
-
-
-def assigned(store: dist.Store) -> list[AgentInfo]:
-    """The agents that joined and were handed their ranks (after `assign`)."""
-    out = []
-    for i in range(int(store.add(keys.AGENTS_JOINED, 0))):
-        if store.check([keys.agent(i), keys.agent_ranks(i)]):
-            name = json.loads(store.get(keys.agent(i)))["name"]
-            out.append(AgentInfo(i, name, tuple(json.loads(store.get(keys.agent_ranks(i))))))
-    return out
-
-
-def exit_of(store: dist.Store, rank: int) -> int | None:
-    """The exit code an agent reported for `rank`, or None while it runs."""
-    key = keys.exit_code(rank)
-    return int(store.get(key)) if store.check([key]) else None
-
-
-# --- the agent's half ---------------------------------------------------------------------
 
 
 def join(coordinator: str, timeout_s: float) -> dist.TCPStore:

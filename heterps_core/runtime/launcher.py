@@ -1,72 +1,40 @@
 """The launcher: starts a compiled job's processes, supervises them, and reports what they
 achieve. It only starts, polls and stops; `compile.py` turns the run config into the job
-spec, `agent.py` holds the agent protocol, `heterps_core.processes` the process plumbing.
+spec, `assignment.py` holds the agent protocol, `heterps_core.processes` the process plumbing.
 
 One OS process per stage replica plus the parameter-server shards, all joined through a
 torch.distributed TCPStore held here. Local ranks are child processes (they die with the
 launcher: PR_SET_PDEATHSIG); ranks bound to `remote` go to worker agents that joined the
-same store (see agent.py and docs/operations.md). The launcher polls the children, the
+same store (see assignment.py and docs/operations.md). The launcher polls the children, the
 store's metric chunks, the cancel hook and the agents' exit reports every few milliseconds.
 """
 
 from __future__ import annotations
 
-import json
-import signal
 import subprocess
 import tempfile
-import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 import torch.distributed as dist
 
 from heterps_core import processes
 from heterps_core import rendezvous as keys
-from heterps_core.plan import Plan
 from heterps_core.processes import CancelHook
-from heterps_core.runtime import agent, checkpoint, liveness
+from heterps_core.runtime import assignment, checkpoint, liveness
 from heterps_core.runtime.binding import parse_target
 from heterps_core.runtime.compile import ALL_INTERFACES, RunConfig, binding_text, compile_run
 from heterps_core.runtime.compile import fingerprint as job_fingerprint
+from heterps_core.runtime.drain import Drain
 from heterps_core.runtime.errors import RunCancelled, RunError, RunPreempted
+from heterps_core.runtime.failures import culprit_message, error_text, lost_message
 from heterps_core.runtime.metrics import Collector, MetricsSample, MetricsSink, no_metrics
-from heterps_core.runtime.spec import RankSpec
+from heterps_core.runtime.result import RunResult, process_stats
+from heterps_core.runtime.spec import WORKER_MODULE, RankSpec
 
 POLL_S = 0.02
-FINAL_LOSS_STEPS = 10  # a run's loss is the mean of its last this many mini-batches
 __all__ = ["CancelHook", "Launcher", "RunConfig", "RunResult", "launch"]
-
-
-@dataclass(frozen=True)
-class RunResult:
-    plan: Plan  # with the binding recorded in its notes
-    binding: dict[str, str]
-    start_step: int
-    steps: int
-    losses: list[float]  # loss of every mini-batch from start_step on
-    throughput: float  # steady samples/s (first to last finished mini-batch)
-    elapsed_s: float
-    cost: float
-    busy_s: dict[int, float]
-    idle_s: dict[int, float]
-    checkpoint_step: int | None
-    last_sample: MetricsSample | None
-    pids: tuple[int, ...]
-    # Every held-out evaluation, in step order: {"step", "samples", "logloss", "auc"}.
-    held_out: list[dict[str, Any]] = field(default_factory=list)
-    # rank -> what the process reported at its end: peak_rss_bytes (and a server shard's
-    # rows_held, table_bytes); ranks that did not report are missing.
-    process_stats: dict[int, dict[str, int]] = field(default_factory=dict)
-
-    @property
-    def final_loss(self) -> float | None:
-        """The mean loss of the last FINAL_LOSS_STEPS mini-batches (None before any)."""
-        tail = self.losses[-FINAL_LOSS_STEPS:]
-        return sum(tail) / len(tail) if tail else None
 
 
 class Launcher:
@@ -86,8 +54,7 @@ class Launcher:
         self.log_dir = Path(config.log_dir) if config.log_dir else Path()  # made by start()
         self.address = ""
         self._liveness: liveness.Liveness  # made by start(), with the store
-        self._drain_reason: str | None = None
-        self._stop_at: int | None = None
+        self._drain = Drain(self.spec)  # a spot notice: a final checkpoint, then the end
 
     @property
     def pids(self) -> dict[int, int]:
@@ -106,7 +73,7 @@ class Launcher:
         self.log_dir = Path(self.config.log_dir or tempfile.mkdtemp(prefix="heterps-run-"))
         self.log_dir.mkdir(parents=True, exist_ok=True)
         for rank in self.spec.ranks:
-            if not agent.is_remote(rank):
+            if not assignment.is_remote(rank):
                 self._spawn(rank)
 
     def _spawn(self, rank: RankSpec) -> None:
@@ -119,7 +86,7 @@ class Launcher:
         log = open(self.log_dir / f"rank{rank.rank}.log", "wb")  # noqa: SIM115 closed in _stop_all
         self._logs[rank.rank] = log
         args = ["--store", self.address, "--rank", str(rank.rank)]
-        self._procs[rank.rank] = processes.spawn(agent.WORKER_MODULE, args, env, log)
+        self._procs[rank.rank] = processes.spawn(WORKER_MODULE, args, env, log)
 
     # --- supervision -------------------------------------------------------------------------
 
@@ -134,29 +101,17 @@ class Launcher:
             store, spec, self.config.plan.cost_per_hour or 0.0, self.sink,
             predicted=tuple(s.time_per_batch_s for s in self.config.plan.stages),
         )
-        remote = [r for r in spec.ranks if agent.is_remote(r)]
-        assigned = not remote
-        deadline = time.monotonic() + self.config.agent_timeout_s
+        handout = assignment.Handout(spec, self.config.agent_timeout_s)
         last_emit = last_watch = time.monotonic()
-        restore = self._on_sigterm()
+        restore = self._drain.on_sigterm()
         try:
             while len(self._exited) < spec.world_size:
-                if not assigned:
-                    assigned = agent.assign(store, spec, remote)
-                    if assigned:
-                        self._liveness.agents = agent.assigned(store)
-                    if not assigned and time.monotonic() > deadline:
-                        needed = sorted({agent.resource_of(spec, r) for r in remote})
-                        raise RunError(
-                            f"no worker agent for {', '.join(needed)} joined within "
-                            f"{self.config.agent_timeout_s:g} s (coordinator {self.address})",
-                            self._pid_tuple(),
-                        )
+                self._hand_out(handout)
                 self._check_exits()
                 collector.poll()
                 if processes.cancelled(self._cancel):
                     raise RunCancelled(collector.step, self._checkpoint_step(), self._pid_tuple())
-                self._drain(collector)
+                self._drain.poll(store, collector.step, collector.steady_throughput)
                 if time.monotonic() - last_watch >= liveness.BEAT_S:
                     self._watch(training=collector.step > 0)
                     last_watch = time.monotonic()
@@ -172,41 +127,22 @@ class Launcher:
             restore()
             self._stop_all()
         result = self._result(collector, final)
-        if self._stop_at is not None:
-            raise RunPreempted(self._stop_at, result.checkpoint_step, self._drain_reason or "",
-                               self._pid_tuple())
+        if self._drain.stop_at is not None:
+            raise RunPreempted(self._drain.stop_at, result.checkpoint_step,
+                               self._drain.reason or "", self._pid_tuple())
         return result
 
-    # --- a spot notice: drain to a final checkpoint ------------------------------------------
+    def _hand_out(self, handout: assignment.Handout) -> None:
+        """Remote ranks to the agents that joined; their heartbeats are watched from then on."""
+        assert self._store is not None
+        if handout.poll(self._store):
+            self._liveness.agents = assignment.assigned(self._store)
+        elif (late := handout.overdue()) is not None:
+            raise RunError(f"{late} (coordinator {self.address})", self._pid_tuple())
 
     def request_drain(self, reason: str) -> None:
         """Have every stage checkpoint at a common step soon and end (safe in a signal handler)."""
-        self._drain_reason = self._drain_reason or reason
-
-    def _on_sigterm(self) -> Callable[[], None]:
-        """In the main thread (the CLI), SIGTERM drains the job; returns the undo."""
-        if threading.current_thread() is not threading.main_thread():
-            return lambda: None
-        previous = signal.signal(
-            signal.SIGTERM, lambda *_: self.request_drain("the coordinator got SIGTERM")
-        )
-
-        def restore() -> None:
-            signal.signal(signal.SIGTERM, previous)
-
-        return restore
-
-    def _drain(self, collector: Collector) -> None:
-        assert self._store is not None
-        if self._stop_at is not None:
-            return
-        if self._drain_reason is None and self._store.check([keys.DRAIN]):
-            self._drain_reason = self._store.get(keys.DRAIN).decode()
-        if self._drain_reason is None:
-            return
-        rate = (collector.steady_throughput() or 0.0) / self.spec.train.batch_size
-        self._stop_at = liveness.drain_step(collector.step, rate, self.spec)
-        self._store.set(keys.STOP_AT, str(self._stop_at))
+        self._drain.request(reason)
 
     # --- liveness: heartbeats of agents and processes (liveness.py) --------------------------
 
@@ -229,47 +165,29 @@ class Launcher:
                 self._exited[rank] = code
                 failed += [rank] if code != 0 else []
         for remote in self.spec.ranks:
-            if remote.rank in self._exited or not agent.is_remote(remote):
+            if remote.rank in self._exited or not assignment.is_remote(remote):
                 continue
-            if (code := agent.exit_of(self._store, remote.rank)) is not None:
+            if (code := assignment.exit_of(self._store, remote.rank)) is not None:
                 self._exited[remote.rank] = code
                 failed += [remote.rank] if code != 0 else []
         if failed:
             self._fail(failed)
 
     def _fail(self, failed: list[int]) -> None:
-        # Peers of a dead process fail soon after it with connection errors: wait a moment,
-        # then blame a lost machine (its processes died with it and report nothing), a
-        # process killed by a signal, or else the first one seen.
+        # Peers of a dead process fail soon after it: wait a moment, then blame (failures.py).
         before = self._liveness.beats()
         time.sleep(0.2)
         lost = self._liveness.lost_machine(before)
         self._stop_all()
         if lost:
-            others = sum(1 for c in self._exited.values() if c != 0)
-            message = lost + self._checkpoint_text()
-            if others:
-                message += f" ({others} other process{'es' if others > 1 else ''} failed after it)"
-            raise RunError(message, self._pid_tuple())
-        killed = [r for r in failed if self._exited[r] < 0]
-        culprit = (killed or failed)[0]
-        others = sum(1 for r, c in self._exited.items() if c != 0 and r != culprit)
-        how = processes.exit_text(self._exited[culprit])
-        message = f"{self.spec.ranks[culprit].describe()} {how}"
-        detail = self._error_text(culprit)
-        if detail:
-            message += f": {detail}"
-        if others:
-            message += f" ({others} other process{'es' if others > 1 else ''} stopped after it)"
-        raise RunError(message + self._checkpoint_text(), self._pid_tuple())
-
-    def _error_text(self, rank: int) -> str:
-        assert self._store is not None
-        if self._store.check([keys.error(rank)]):
-            return self._store.get(keys.error(rank)).decode()
-        log = self.log_dir / f"rank{rank}.log"
-        lines = log.read_text(errors="replace").strip().splitlines() if log.exists() else []
-        return lines[-1] if lines else ""
+            message = lost_message(lost, self._exited, self._checkpoint_text())
+        else:
+            assert self._store is not None
+            store = self._store
+            message = culprit_message(self.spec, self._exited, failed,
+                                      lambda rank: error_text(store, self.log_dir, rank),
+                                      self._checkpoint_text())
+        raise RunError(message, self._pid_tuple())
 
     def _stop_all(self) -> None:
         if self._store is not None:
@@ -298,6 +216,7 @@ class Launcher:
     # --- the result --------------------------------------------------------------------------
 
     def _result(self, collector: Collector, final: MetricsSample) -> RunResult:
+        assert self._store is not None
         spec, cfg = self.spec, self.config
         binding = binding_text(cfg.binding, spec.stages)
         plan = cfg.plan.with_notes("binding: " + ",".join(f"{k}={v}" for k, v in binding.items()))
@@ -319,17 +238,8 @@ class Launcher:
             last_sample=final,
             pids=self._pid_tuple(),
             held_out=list(collector.held_out),
-            process_stats=self._process_stats(),
+            process_stats=process_stats(self._store, spec),
         )
-
-    def _process_stats(self) -> dict[int, dict[str, int]]:
-        assert self._store is not None
-        out = {}
-        for rank in self.spec.ranks:
-            key = keys.stats(rank.rank)
-            if self._store.check([key]):
-                out[rank.rank] = json.loads(self._store.get(key).decode())
-        return out
 
 
 def launch(

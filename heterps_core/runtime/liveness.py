@@ -23,15 +23,12 @@ import threading
 import time
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import torch.distributed as dist
 
 from heterps_core import rendezvous as keys
+from heterps_core.runtime.assignment import AgentInfo
 from heterps_core.runtime.spec import JobSpec
-
-if TYPE_CHECKING:  # agent.py imports this module
-    from heterps_core.runtime.agent import AgentInfo
 
 BEAT_S = 0.5
 WATCHDOG_S = 10.0  # a job process without a heartbeat this long is named (well within 30 s)

@@ -15,6 +15,10 @@ from heterps_core.plan import Plan
 from heterps_core.runtime.binding import Target, parse_target
 from heterps_core.runtime.errors import RunConfigError
 
+# What every rank's process runs, started by the launcher or by an agent:
+# `python -m WORKER_MODULE --store HOST:PORT --rank R [--device D]`.
+WORKER_MODULE = "heterps_core.runtime.worker"
+
 
 @dataclass(frozen=True)
 class StageSpec:

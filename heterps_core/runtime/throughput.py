@@ -13,13 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from heterps_core.hardware.defaults import DEFAULT_KINDS
 from heterps_core.plan import Plan
-
-if TYPE_CHECKING:
-    from heterps_core.runtime.launcher import RunResult
+from heterps_core.runtime.result import RunResult
 
 # Resource names that are GPUs (the catalogue's kind is used where it is known).
 GPU_WORDS = ("gpu", "cuda", "t4", "v100", "a100", "h100", "h200", "k80", "p100", "l4", "a10")
