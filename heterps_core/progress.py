@@ -27,5 +27,6 @@ class Progress:
 ProgressCallback = Callable[[Progress], None]
 
 
-def no_progress(_: Progress) -> None:
-    """The default callback: report nothing."""
+def no_progress(_: object) -> None:
+    """The default callback of every stream (progress, a run's metric samples, a training's
+    events): report nothing."""

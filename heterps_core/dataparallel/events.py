@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from heterps_core.progress import Progress, ProgressCallback
+from heterps_core.progress import Progress, ProgressCallback, no_progress
 
 
 @dataclass(frozen=True)
@@ -107,10 +107,7 @@ TrainEvent = (
     | RebalanceEvent
 )
 MetricsCallback = Callable[[TrainEvent], None]
-
-
-def no_metrics(_: TrainEvent) -> None:
-    """The default callback: report nothing."""
+no_metrics: MetricsCallback = no_progress  # the default: report nothing
 
 
 def event_to_dict(event: TrainEvent) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from heterps_core.progress import Progress, ProgressCallback
+from heterps_core.progress import Progress, ProgressCallback, no_progress
 
 
 @dataclass(frozen=True)
@@ -105,10 +105,7 @@ class MetricsSample:
 
 # The one callback interface for metrics: the CLI's progress line, the Celery task, tests.
 MetricsSink = Callable[[MetricsSample], None]
-
-
-def no_metrics(_: MetricsSample) -> None:
-    """The default sink: keep nothing."""
+no_metrics: MetricsSink = no_progress  # the default sink: keep nothing
 
 
 def progress_sink(callback: ProgressCallback) -> MetricsSink:
