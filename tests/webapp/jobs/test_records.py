@@ -35,15 +35,17 @@ def _received(layer: Any, channel: str) -> list[dict[str, Any]]:
 @pytest.mark.slow
 def test_a_real_run_stores_and_publishes_each_sample_once(personas: Any, source: Any) -> None:
     job = services.approve(personas.member, source, RunOptions(steps=8))
+    work_id = job.work_id
+    assert work_id is not None
     layer = get_channel_layer()
     samples, statuses = (async_to_sync(layer.new_channel)() for _ in range(2))
-    async_to_sync(layer.group_add)(sample_group(job.work_id), samples)
-    async_to_sync(layer.group_add)(work_services.group_name(job.work_id), statuses)
-    work_services.run_work(job.work_id)
+    async_to_sync(layer.group_add)(sample_group(work_id), samples)
+    async_to_sync(layer.group_add)(work_services.group_name(work_id), statuses)
+    work_services.run_work(work_id)
     published = _received(layer, samples)
     changes = _received(layer, statuses)
     rows = list(JobMetric.objects.filter(job=job).order_by("elapsed_s"))
-    work = Work.objects.get(pk=job.work_id)
+    work = Work.objects.get(pk=work_id)
     assert work.status == "succeeded", work.error
     assert rows and len(published) == len(rows)
     assert {m["type"] for m in published} == {"job.sample"}
