@@ -29,7 +29,8 @@ sys.path.insert(0, str(ROOT))
 
 from heterps_core.costmodel import evaluate  # noqa: E402
 from heterps_core.instance import Instance  # noqa: E402
-from heterps_core.profiler.local import loopback_gbps, runtime_step_seconds  # noqa: E402
+from heterps_core.profiler.local import runtime_step_seconds  # noqa: E402
+from heterps_core.profiler.loopback import loopback_gbps  # noqa: E402
 from heterps_core.runtime import RunConfig, TrainSettings, launch, sync  # noqa: E402
 from heterps_core.runtime.models import resolve_model  # noqa: E402
 from heterps_core.runtime.reference import train_plain  # noqa: E402

@@ -162,7 +162,8 @@ class ProfileCommand(Command):
 
 def _local(args: argparse.Namespace, profile: ModelProfile) -> LocalMeasure:
     from heterps_core.profiler.calibrate import utc_now
-    from heterps_core.profiler.local import LocalMeasure, loopback, runtime_steps
+    from heterps_core.profiler.local import LocalMeasure, runtime_steps
+    from heterps_core.profiler.loopback import loopback
 
     if args.include_local < 0 or args.import_spec:
         raise HeterPSError("--include-local needs a zoo MODEL and N >= 1")

@@ -8,20 +8,16 @@ reads/generates data), and sparse layers through the remote-table path with a re
 parameter-server shard in this process (a stage holds no table). The median of `repeats`
 batches: a run's throughput is its sustained rate, which the fastest batch overstates (by
 4-5% on ctr_dnn on a quiet machine here). The shard's own time per row it serves is the
-types' `row_s`.
+types' `row_s` (server_probe.py).
 Network: the one-way bandwidth of a gloo ping-pong of the largest boundary activation
-between two processes here. Count: cores / threads; price 1.00 + 0.01 i per hour (distinct,
-so that plans are repeatable).
+between two processes here (loopback.py). Count: cores / threads; price 1.00 + 0.01 i per
+hour (distinct, so that plans are repeatable).
 """
 
 from __future__ import annotations
 
-import json
 import os
-import socket
 import statistics
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,6 +26,7 @@ from typing import Any
 import torch
 
 from heterps_core.profiler.measure import CpuUse, current_precision, median_spread, usable_threads
+from heterps_core.profiler.server_probe import ServerProbe
 
 
 @dataclass(frozen=True)
@@ -125,7 +122,7 @@ def runtime_steps(
         model = zoo.build(config, seed=seed)
         batches = zoo.batches(config, batch_size, seed=seed)
         layers = model.chain
-        server = _ServerProbe(model, parse(f"{optimizer}:lr={lr}")) if with_server else None
+        server = ServerProbe(model, parse(f"{optimizer}:lr={lr}")) if with_server else None
         dense = get(optimizer, lr=lr)
         params = [list(layer.parameters()) for layer in layers]
         optimizers = [dense.torch_dense(p) if p else None for p in params]
@@ -206,67 +203,6 @@ def _mean_spread(samples: list[float]) -> float | None:
     return 1.96 * statistics.stdev(samples) / len(samples) ** 0.5 / statistics.fmean(samples)
 
 
-class _ServerProbe:
-    """A parameter-server shard in this process and the remote tables that read from it:
-    what a stage and its server do per mini-batch, without the transport."""
-
-    def __init__(self, model: Any, optimizer: Any) -> None:
-        from heterps_core.ps.remote import replace_table
-        from heterps_core.ps.shard import Shard, TableSpec
-        from heterps_core.runtime.ps import first_rows
-        from heterps_core.runtime.tables import sparse_tables
-
-        refs = sparse_tables(model)
-        self.shard = Shard([TableSpec(int(ref.weight.shape[1]), first_rows(ref), optimizer)
-                            for ref in refs], synchronous=True)
-        self.by_layer: dict[int, list[Any]] = {}
-        for ref in refs:
-            remote = replace_table(model.layers[ref.layer], ref.path, ref.table, self._fetch)
-            self.by_layer.setdefault(ref.layer, []).append(remote)
-        self._seconds = 0.0
-
-    def _fetch(self, table: int, ids: torch.Tensor) -> torch.Tensor:
-        raise RuntimeError(f"table {table}: a lookup outside the rows pulled for the batch")
-
-    def pull(self, layer_index: int, layer: Any, x: object) -> list[Any] | None:
-        from heterps_core.ps.remote import BatchRows, collect_ids
-
-        remotes = self.by_layer.get(layer_index)
-        if not remotes:
-            return None
-        distinct = [BatchRows.of(ids) for ids in collect_ids(remotes, lambda: layer.run(x))]
-        t0 = time.perf_counter()
-        values = [self.shard.pull(r.table, ids) for r, (ids, _) in zip(remotes, distinct,
-                                                                        strict=True)]
-        self._seconds += time.perf_counter() - t0
-        rows = [BatchRows(ids, v, inverse) for (ids, inverse), v in zip(distinct, values,
-                                                                        strict=True)]
-        for remote, batch_rows in zip(remotes, rows, strict=True):
-            remote.begin(batch_rows)
-        return rows
-
-    def push(self, layer_index: int, step: int, rows: list[Any]) -> None:
-        grads = [r.gradient().detach() for r in rows]
-        t0 = time.perf_counter()
-        for remote, r, grad in zip(self.by_layer[layer_index], rows, grads, strict=True):
-            self.shard.push(remote.table, step, r.ids, grad)
-        self._seconds += time.perf_counter() - t0
-
-    def serve_only(self, inputs: object, layers: list[Any], step: int) -> tuple[float, float]:
-        """One mini-batch's pulls and pushes (zero gradients) of layer 0's tables (they read
-        the batch itself), no compute: (server seconds, rows)."""
-        rows = self.pull(0, layers[0], inputs)
-        assert rows is not None
-        for r in rows:
-            r.values.grad = torch.zeros_like(r.values)
-        self.push(0, step, rows)
-        return self.take_seconds(), float(sum(r.ids.numel() for r in rows))
-
-    def take_seconds(self) -> float:
-        seconds, self._seconds = self._seconds, 0.0
-        return seconds
-
-
 def _boundary_mb(model: Any, context: dict[str, torch.Tensor], i: int) -> float:
     """MB crossing a cut after layer i (the output after the last), zoo/base.py."""
     if i == len(model.layers) - 1:
@@ -274,78 +210,3 @@ def _boundary_mb(model: Any, context: dict[str, torch.Tensor], i: int) -> float:
     else:
         names = [name for name, _ in model.boundary(i)]
     return sum(context[n].numel() * context[n].element_size() for n in names) / 1e6
-
-
-def _ping(rank: int, port: int, floats: int, rounds: int, target: float, cap: int) -> None:
-    """Round trips in blocks of `rounds` until the median's spread is at most `target` or
-    `cap` were timed (rank 0 decides and tells rank 1); rank 0 prints [median s, spread, n]
-    as JSON (the process is `loopback`'s, started with `python -c`)."""
-    import torch.distributed as dist
-
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
-    buffer = torch.zeros(floats)
-    more = torch.ones(1)
-    times: list[float] = []
-    while more.item():
-        for _ in range(rounds + (3 if not times else 0)):  # three warm-up trips at first
-            t0 = time.perf_counter()
-            if rank == 0:
-                dist.send(buffer, 1)
-                dist.recv(buffer, 1)
-            else:
-                dist.recv(buffer, 0)
-                dist.send(buffer, 0)
-            times.append(time.perf_counter() - t0)
-        if rank == 0:
-            timed = sorted(times[3:])
-            spread = median_spread(timed)
-            known = spread is not None and spread <= target
-            more[0] = 0.0 if known or len(timed) + rounds > cap else 1.0
-            dist.send(more, 1)
-        else:
-            dist.recv(more, 0)
-    if rank == 0:
-        timed = sorted(times[3:])
-        spread = median_spread(timed)
-        print(json.dumps([statistics.median(timed), -1.0 if spread is None else spread,
-                          len(timed)]), flush=True)
-    dist.destroy_process_group()
-
-
-@dataclass(frozen=True)
-class Link:
-    """The loopback's one-way bandwidth, the spread of its median round trip, and how many."""
-
-    gbps: float
-    spread: float | None
-    rounds: int
-
-
-def loopback(megabytes: float, rounds: int = 50) -> Link:
-    """One-way Gbit/s of a gloo message of this size between two local processes (the
-    median round trip carries it twice); under `measure.repeat_until_known`, more blocks of
-    `rounds` until the median is known."""
-    precision = current_precision(rounds)
-    with socket.socket() as probe:  # a free port for the pair's rendezvous
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    cap = max(rounds, precision.max_repeats * 10)  # round trips are cheap: ten times the cap
-    floats = max(1, int(megabytes * 1e6 / 4))
-    # Two plain processes, not multiprocessing's spawn: a spawn leaves its resource tracker
-    # running beside the caller (a web worker, a test session) for the caller's whole life.
-    pair = [subprocess.Popen(
-        [sys.executable, "-c", "from heterps_core.profiler.local import _ping; "
-         f"_ping({rank}, {port}, {floats}, {rounds}, float('{precision.target}'), {cap})"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for rank in (0, 1)]
-    outputs = [p.communicate(timeout=600) for p in pair]
-    if any(p.returncode for p in pair):
-        why = next(err for p, (_, err) in zip(pair, outputs, strict=True) if p.returncode)
-        raise RuntimeError(f"the loopback measurement failed: {why.strip()[-500:]}")
-    median, spread, n = json.loads(outputs[0][0].strip().splitlines()[-1])
-    return Link(2 * max(megabytes, 4e-6) * 1e6 * 8 / median / 1e9,
-                None if spread < 0 else spread, int(n))
-
-
-def loopback_gbps(megabytes: float, rounds: int = 50) -> float:
-    return loopback(megabytes, rounds).gbps

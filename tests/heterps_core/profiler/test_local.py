@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from heterps_core.profiler.local import LocalMeasure, loopback, runtime_steps
+from heterps_core.profiler.local import LocalMeasure, runtime_steps
 from heterps_core.profiler.measure import Precision, repeat_until_known
 from heterps_core.runtime.models import resolve_model
 from heterps_core.runtime.tables import sparse_tables
@@ -79,14 +79,6 @@ def test_steps_repeat_until_every_layer_is_known_and_say_how_well() -> None:
     with repeat_until_known(Precision(target=1e-12, max_repeats=8)):
         capped = runtime_steps("ctr_dnn", "tiny", BATCH, threads=1, repeats=3)
     assert capped.repeats == 8
-
-
-def test_the_loopback_repeats_until_its_median_is_known() -> None:
-    with repeat_until_known(Precision(target=0.5, max_repeats=10)):
-        link = loopback(0.1, rounds=10)
-    assert link.gbps > 0 and link.spread is not None
-    assert 10 <= link.rounds <= 100 and (link.spread <= 0.5 or link.rounds > 90)
-    assert loopback(0.1, rounds=8).rounds == 8  # outside the block: the rounds asked
 
 
 def test_the_servers_row_time_says_how_well_it_is_known() -> None:
