@@ -43,7 +43,7 @@ class JobSerializer(serializers.ModelSerializer):
             "id", "project", "name", "status", "runs", "work", "model_name", "model_size",
             "scheduler", "plan_result_id", "plan", "binding", "runner", "options", "sync_mode",
             "sync_params", "dataparallel", "steps", "batch_size", "micro_batches", "lr", "seed",
-            "predicted_throughput",
+            "predicted_throughput", "flushed_throughput",
             "predicted_cost_per_hour", "accrued_cost", "last_throughput", "last_loss",
             "last_step", "summary", "created_at", "figure_tiers",
         ]
