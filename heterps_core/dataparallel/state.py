@@ -189,12 +189,12 @@ class ServerState:
     def evaluate(self, t: float) -> None:
         """Held-out metrics of the server's parameters; stops the run at the target loss."""
         set_flat(self.server, self.theta)
-        held = evaluate(self.server, self.held_out)
-        event = EvalEvent(t, self.global_step, held.loss, held.auc, held.accuracy)
+        held = evaluate(self.server, self.held_out, self.global_step)
+        event = EvalEvent(t, self.global_step, held.logloss, held.auc, held.accuracy)
         self.result.evals.append(event)
         self.emit(event)
         target = self.cfg.target_loss
-        if self.cfg.stop_at_target and target is not None and held.loss <= target:
+        if self.cfg.stop_at_target and target is not None and held.logloss <= target:
             self.stopped = "target"
 
     def rebalance(self, t: float) -> None:

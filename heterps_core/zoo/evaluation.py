@@ -1,8 +1,9 @@
-"""Held-out metrics of a click model: logloss and the exact (rank-based) AUC."""
+"""Held-out metrics of a zoo model, for both executors: its loss (the logloss of the click
+models), the exact (rank-based) AUC for binary labels, accuracy for classes."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -15,8 +16,9 @@ class HeldOut:
 
     step: int
     samples: int
-    logloss: float
-    auc: float | None  # None when the held-out labels are all one class
+    logloss: float  # the model's own loss: mean binary cross-entropy for the click models
+    auc: float | None  # one score per sample and 0/1 labels; None when all are one class
+    accuracy: float | None = None  # one score per class
 
 
 def auc(scores: torch.Tensor, labels: torch.Tensor) -> float | None:
@@ -56,10 +58,14 @@ def metrics_of(model: ChainModel, output: torch.Tensor, labels: torch.Tensor,
                step: int) -> HeldOut:
     with torch.no_grad():
         loss = float(model.loss(output, labels))
-    scores = output.reshape(-1) if output.numel() == labels.numel() else None
-    return HeldOut(
-        step=step,
-        samples=int(labels.shape[0]),
-        logloss=loss,
-        auc=auc(scores, labels) if scores is not None else None,
-    )
+    held = HeldOut(step=step, samples=int(labels.shape[0]), logloss=loss, auc=None)
+    if output.numel() == labels.numel() and _is_binary(labels):
+        return replace(held, auc=auc(output.reshape(-1), labels))
+    if output.dim() == 2 and output.shape[1] > 1 and output.shape[0] == labels.numel():
+        hits = output.argmax(dim=1) == labels.reshape(-1).long()
+        return replace(held, accuracy=float(hits.float().mean()))
+    return held
+
+
+def _is_binary(labels: torch.Tensor) -> bool:
+    return bool(((labels == 0) | (labels == 1)).all())
