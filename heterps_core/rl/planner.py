@@ -40,7 +40,7 @@ from heterps_core.rl.features import check_size
 from heterps_core.rl.policy import LayerPolicy, one_thread
 from heterps_core.rl.pretrained import load_pretrained
 from heterps_core.rl.search import SearchBudget, iterated_polish
-from heterps_core.rl.training import InstanceTraining, Problem, TrainConfig, train_on_instance
+from heterps_core.rl.training import InstanceTraining, Problem, RLTrainConfig, train_on_instance
 
 # Per-instance training, in policy updates: about what the old 30 s wall budget bought on a
 # quiet machine (issue 21: ~100; 76-440 ms of CPU per update from 16x4 to 128x8, docs/rl.md).
@@ -234,13 +234,13 @@ def _per_instance(
     return result
 
 
-def _train_config(updates: int, cap_s: float, share: float) -> TrainConfig:
+def _train_config(updates: int, cap_s: float, share: float) -> RLTrainConfig:
     """`updates` policy updates, capped at `cap_s` CPU seconds. Without a search after it
     (share 1, policy only) the policy's samples are the answer, so it runs every update
     instead of stopping when it has not improved for a while."""
     if share >= 1.0:
-        return TrainConfig(max_updates=updates, budget_s=cap_s, patience=None)
-    return TrainConfig(max_updates=updates, budget_s=cap_s)
+        return RLTrainConfig(max_updates=updates, budget_s=cap_s, patience=None)
+    return RLTrainConfig(max_updates=updates, budget_s=cap_s)
 
 
 def _seconds(trained: InstanceTraining) -> str:

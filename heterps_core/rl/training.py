@@ -39,7 +39,7 @@ _INFEASIBLE_RATIO = 20.0  # "log": an infeasible plan scores like one 20x the re
 
 
 @dataclass(frozen=True)
-class TrainConfig:
+class RLTrainConfig:
     samples: int = 64  # plans sampled per update
     lr: float = 3e-3
     entropy_coef: float = 0.01
@@ -111,7 +111,7 @@ class UpdateStats:
 def policy_gradient_loss(
     policy: LayerPolicy,
     problem: Problem,
-    config: TrainConfig,
+    config: RLTrainConfig,
     generator: torch.Generator,
     moving_baseline: bool = True,
 ) -> tuple[torch.Tensor, UpdateStats]:
@@ -166,7 +166,7 @@ def _togo_advantage(
     return torch.from_numpy(centred / (togo[:, 0].std() + 1e-6)).float()
 
 
-def _baseline(problem: Problem, config: TrainConfig, mean: float, moving: bool) -> float:
+def _baseline(problem: Problem, config: RLTrainConfig, mean: float, moving: bool) -> float:
     if not moving:
         # Across instances each one is seen rarely; the batch's own mean is the baseline.
         return mean
@@ -193,7 +193,7 @@ class InstanceTraining:
 
 def train_on_instance(
     instance: Instance,
-    config: TrainConfig,
+    config: RLTrainConfig,
     seed: int = 0,
     policy: LayerPolicy | None = None,
     problem: Problem | None = None,
@@ -209,7 +209,7 @@ def train_on_instance(
 
 def _train_on_instance(
     instance: Instance,
-    config: TrainConfig,
+    config: RLTrainConfig,
     seed: int,
     policy: LayerPolicy | None,
     problem: Problem | None,
@@ -256,7 +256,7 @@ def pretrain(
     instances: Sequence[Instance],
     updates: int,
     seed: int = 0,
-    config: TrainConfig | None = None,
+    config: RLTrainConfig | None = None,
     instances_per_step: int = 4,
     policy_config: PolicyConfig | None = None,
     progress: ProgressCallback = no_progress,
@@ -274,7 +274,7 @@ def pretrain(
     `stop_after` ends training after that many steps of the `updates`-step schedule (the
     learning rate still decays as if all `updates` were run); `budget_s` caps it in CPU
     seconds (budget.py)."""
-    config = config or TrainConfig()
+    config = config or RLTrainConfig()
     with one_thread():
         torch.manual_seed(seed)
         return _pretrain(
@@ -290,7 +290,7 @@ def _pretrain(
     problems: list[Problem],
     updates: int,
     seed: int,
-    config: TrainConfig,
+    config: RLTrainConfig,
     instances_per_step: int,
     policy: LayerPolicy,
     progress: ProgressCallback,

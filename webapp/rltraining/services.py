@@ -17,7 +17,7 @@ from django.db import transaction
 from heterps_core.costmodel import evaluate
 from heterps_core.instance import Instance
 from heterps_core.progress import Progress, ProgressCallback, no_progress
-from heterps_core.rl.training import TrainConfig, train_on_instance
+from heterps_core.rl.training import RLTrainConfig, train_on_instance
 from webapp.background.services import start_work
 from webapp.planning.models import PlanningRequest
 from webapp.projects.permissions import Action, AnyUser, check
@@ -57,7 +57,7 @@ def train(run_id: int, progress: ProgressCallback = no_progress) -> dict[str, An
     """Train; the curve is saved as it grows (so a reload shows it) and at the end."""
     run = RLTrainingRun.objects.select_related("request").get(pk=run_id)
     instance = Instance.from_dict(run.request.instance)
-    config = TrainConfig(samples=run.samples, max_updates=run.max_updates,
+    config = RLTrainConfig(samples=run.samples, max_updates=run.max_updates,
                          budget_s=run.budget_s, patience=None)
     curve: list[dict[str, Any]] = []
     last_save, last_report, pending = [time.monotonic()], [0.0], [0]

@@ -143,10 +143,10 @@ def test_outcome_agrees_with_the_cost_model_on_v2_instances(seed: int, sync: str
 @pytest.mark.slow
 def test_training_on_a_v2_instance_uses_its_cost_model() -> None:
     from heterps_core.rl.policy import LayerPolicy, PolicyConfig
-    from heterps_core.rl.training import TrainConfig, train_on_instance
+    from heterps_core.rl.training import RLTrainConfig, train_on_instance
 
     instance = _v2(random_instance(4, 5, 2), "async")
-    config = TrainConfig(samples=16, max_updates=1, patience=None, self_imitation=0.0)
+    config = RLTrainConfig(samples=16, max_updates=1, patience=None, self_imitation=0.0)
     torch.manual_seed(0)  # the policy's initial weights: 4 unseeded samples were all infeasible
     result = train_on_instance(instance, config,
                                policy=LayerPolicy(PolicyConfig(hidden=16, embed=8)))
@@ -169,7 +169,7 @@ def test_every_scheduler_plan_of_a_v2_instance_is_costmodel_v2s(
 ) -> None:
     """RL (its fast-cost path), greedy and genetic plan a v2 instance; the plan each returns
     has exactly the numbers costmodel_v2 gives its assignment, stage by stage and server."""
-    from heterps_core.costmodel_v2 import solve_v2
+    from heterps_core.costmodels.v2.plans import evaluate_v2 as solve_v2
     from heterps_core.schedulers import create
     from heterps_core.schedulers.exact import exact_plan
 

@@ -4,7 +4,7 @@ import pytest
 from heterps_core.generate import random_instance
 from heterps_core.progress import Progress
 from heterps_core.rl.policy import PolicyConfig
-from heterps_core.rl.training import REWARDS, Problem, TrainConfig, pretrain, train_on_instance
+from heterps_core.rl.training import REWARDS, Problem, RLTrainConfig, pretrain, train_on_instance
 
 SMALL = PolicyConfig(hidden=16, embed=8)
 
@@ -14,7 +14,7 @@ def test_finds_the_optimum_of_the_spec_example(tiny) -> None:
 
     seen: list[Progress] = []
     result = train_on_instance(
-        tiny, TrainConfig(samples=16, max_updates=30, patience=None), seed=0,
+        tiny, RLTrainConfig(samples=16, max_updates=30, patience=None), seed=0,
         policy=LayerPolicy(SMALL), progress=seen.append,
     )
     assert result.problem.best_outcome.cost == pytest.approx(3.6)
@@ -29,7 +29,7 @@ def test_policy_gradient_improves_the_sampled_plans(optimum) -> None:
 
     instance = random_instance(7, 8, 3)
     result = train_on_instance(
-        instance, TrainConfig(samples=32, max_updates=60, lr=5e-3, patience=None), seed=1,
+        instance, RLTrainConfig(samples=32, max_updates=60, lr=5e-3, patience=None), seed=1,
         policy=LayerPolicy(SMALL),
     )
     rewards = [row["mean_reward"] for row in result.history]
@@ -46,7 +46,7 @@ def test_same_seed_same_training(tiny) -> None:
 
         torch.manual_seed(3)
         result = train_on_instance(
-            tiny, TrainConfig(samples=8, max_updates=5, patience=None), seed=3,
+            tiny, RLTrainConfig(samples=8, max_updates=5, patience=None), seed=3,
             policy=LayerPolicy(SMALL),
         )
         return [row["mean_reward"] for row in result.history]
@@ -56,7 +56,7 @@ def test_same_seed_same_training(tiny) -> None:
 
 def test_patience_stops_training_early(tiny) -> None:
     result = train_on_instance(
-        tiny, TrainConfig(samples=8, max_updates=500, patience=5), seed=0
+        tiny, RLTrainConfig(samples=8, max_updates=500, patience=5), seed=0
     )
     assert result.updates < 500
 
@@ -65,7 +65,7 @@ def test_pretrain_runs_across_instances() -> None:
     pool = [random_instance(s, 5, 2 + s % 3) for s in range(4)]
     seen: list[Progress] = []
     policy, history = pretrain(
-        pool, updates=3, seed=0, config=TrainConfig(samples=8), instances_per_step=2,
+        pool, updates=3, seed=0, config=RLTrainConfig(samples=8), instances_per_step=2,
         policy_config=SMALL, progress=seen.append,
     )
     assert len(history) == 3 and seen[-1].current == seen[-1].total == 3
@@ -77,7 +77,7 @@ def test_every_reward_trains_on_the_spec_example(tiny, reward) -> None:
     from heterps_core.rl.policy import LayerPolicy
 
     result = train_on_instance(
-        tiny, TrainConfig(samples=16, max_updates=20, patience=None, reward=reward), seed=0,
+        tiny, RLTrainConfig(samples=16, max_updates=20, patience=None, reward=reward), seed=0,
         policy=LayerPolicy(SMALL),
     )
     assert result.problem.best_outcome.cost == pytest.approx(3.6)
@@ -86,7 +86,7 @@ def test_every_reward_trains_on_the_spec_example(tiny, reward) -> None:
 
 def test_unknown_reward_is_a_clear_error(tiny) -> None:
     with pytest.raises(ValueError, match="reward must be one of"):
-        train_on_instance(tiny, TrainConfig(samples=4, max_updates=1, reward="nope"))
+        train_on_instance(tiny, RLTrainConfig(samples=4, max_updates=1, reward="nope"))
 
 
 def test_dynamic_mask_keeps_samples_of_a_capped_instance_feasible() -> None:
@@ -126,7 +126,7 @@ def test_self_imitation_keeps_the_best_distinct_plans(tiny) -> None:
     from heterps_core.rl.policy import LayerPolicy
 
     result = train_on_instance(
-        tiny, TrainConfig(samples=16, max_updates=10, patience=None), seed=0,
+        tiny, RLTrainConfig(samples=16, max_updates=10, patience=None), seed=0,
         policy=LayerPolicy(SMALL),
     )
     elite = result.problem.elite
@@ -149,6 +149,6 @@ def test_pretrain_curriculum_draws_only_allowed_instances() -> None:
             seen_sizes.add(len(p.instance.layers))
             return original.__func__(p.rewarder, actions)
         p.rewarder.batch = spy  # type: ignore[method-assign]
-    pretrain(pool, updates=3, config=TrainConfig(samples=4, self_imitation=0.0),
+    pretrain(pool, updates=3, config=RLTrainConfig(samples=4, self_imitation=0.0),
              instances_per_step=2, policy_config=SMALL, problems=problems, curriculum=allowed)
     assert seen_sizes == {4}
