@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
-from rest_framework import exceptions, mixins, serializers, status, viewsets
+from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -73,10 +72,7 @@ class WorkViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gen
         start.is_valid(raise_exception=True)
         data = start.validated_data
         project = get_project(request.user, data["project"], Action.EDIT)
-        try:
-            work = services.start_work(request.user, project, data["kind"], data["params"])
-        except ValidationError as exc:
-            raise exceptions.ValidationError(exc.message_dict) from exc
+        work = services.start_work(request.user, project, data["kind"], data["params"])
         return Response(WorkSerializer(work).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=None, responses={200: WorkSerializer})

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions, serializers, status, viewsets
@@ -46,10 +45,6 @@ class WriteResourceTypeSerializer(serializers.Serializer):
         "GPU types: fp32, tf32 or amp; blank: the hardware entry's own"))
 
 
-def _drf(exc: ValidationError) -> exceptions.ValidationError:
-    return exceptions.ValidationError(exc.message_dict)
-
-
 class ResourceTypeViewSet(viewsets.ModelViewSet):
     serializer_class = ResourceTypeSerializer
 
@@ -75,10 +70,7 @@ class ResourceTypeViewSet(viewsets.ModelViewSet):
         if valid_id(data.get("project")) is None:
             raise exceptions.ValidationError({"project": ["must be a project id"]})
         project = get_project(request.user, data.pop("project"), Action.EDIT)
-        try:
-            resource_type = services.create(request.user, project, data)
-        except ValidationError as exc:
-            raise _drf(exc) from exc
+        resource_type = services.create(request.user, project, data)
         return Response(ResourceTypeSerializer(resource_type).data,
                         status=status.HTTP_201_CREATED)
 
@@ -88,10 +80,7 @@ class ResourceTypeViewSet(viewsets.ModelViewSet):
         body = WriteResourceTypeSerializer(data=request.data, partial=True)
         body.is_valid(raise_exception=True)
         data = {k: v for k, v in body.validated_data.items() if k in services.ALL_FIELDS}
-        try:
-            resource_type = services.update(request.user, resource_type, data)
-        except ValidationError as exc:
-            raise _drf(exc) from exc
+        resource_type = services.update(request.user, resource_type, data)
         return Response(ResourceTypeSerializer(resource_type).data)
 
     def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
@@ -99,10 +88,7 @@ class ResourceTypeViewSet(viewsets.ModelViewSet):
 
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         resource_type = self._own(kwargs.get("pk"))
-        try:
-            services.delete(request.user, resource_type)
-        except ValidationError as exc:
-            raise _drf(exc) from exc
+        services.delete(request.user, resource_type)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(responses={200: {"type": "array", "items": {"type": "object"}}})

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
-from rest_framework import exceptions, mixins, serializers, status, viewsets
+from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -51,22 +51,19 @@ class RegisteredModelViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
         add.is_valid(raise_exception=True)
         data = add.validated_data
         project = get_project(request.user, data["project"], Action.EDIT)
-        try:
-            if data.get("zoo_name"):
-                model = services.add_zoo_model(request.user, project, data["zoo_name"],
-                                               data["size"], data["name"])
-            elif data.get("factory"):
-                model = services.add_factory_model(request.user, project, data["factory"],
-                                                   data["name"], data["example_input"],
-                                                   data["description"])
-            elif "layers" in data:
-                model = services.import_model(request.user, project, data["name"],
-                                              _as_text(data["layers"]), data["description"])
-            else:
-                raise ValidationError({"zoo_name": "give a zoo_name, a factory, or layers "
-                                                   "to import"})
-        except ValidationError as exc:
-            raise exceptions.ValidationError(exc.message_dict) from exc
+        if data.get("zoo_name"):
+            model = services.add_zoo_model(request.user, project, data["zoo_name"],
+                                           data["size"], data["name"])
+        elif data.get("factory"):
+            model = services.add_factory_model(request.user, project, data["factory"],
+                                               data["name"], data["example_input"],
+                                               data["description"])
+        elif "layers" in data:
+            model = services.import_model(request.user, project, data["name"],
+                                          _as_text(data["layers"]), data["description"])
+        else:
+            raise ValidationError({"zoo_name": "give a zoo_name, a factory, or layers "
+                                               "to import"})
         return Response(RegisteredModelSerializer(model).data, status=status.HTTP_201_CREATED)
 
 

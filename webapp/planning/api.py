@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions, mixins, serializers, status, viewsets
@@ -114,11 +113,8 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         if len(types) != len(set(data["resource_types"])):
             raise exceptions.ValidationError(
                 {"resource_types": ["must name resource types of this project"]})
-        try:
-            cluster = services.create_cluster(request.user, project, data["name"], types,
-                                              data["description"])
-        except ValidationError as exc:
-            raise exceptions.ValidationError(exc.message_dict) from exc
+        cluster = services.create_cluster(request.user, project, data["name"], types,
+                                          data["description"])
         return Response(ClusterSerializer(cluster).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=UpdateClusterSerializer, responses={200: ClusterSerializer})
@@ -134,20 +130,14 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
             if len(types) != len(set(data["resource_types"])):
                 raise exceptions.ValidationError(
                     {"resource_types": ["must name resource types of this project"]})
-        try:
-            cluster = services.update_cluster(
-                request.user, cluster, data.get("name", cluster.name), types,
-                data.get("description", cluster.description))
-        except ValidationError as exc:
-            raise exceptions.ValidationError(exc.message_dict) from exc
+        cluster = services.update_cluster(
+            request.user, cluster, data.get("name", cluster.name), types,
+            data.get("description", cluster.description))
         return Response(ClusterSerializer(cluster).data)
 
     def destroy(self, request: Request, pk: str | None = None) -> Response:
         cluster = get_owned(request.user, Cluster.objects.all(), valid_id(pk) or 0, Action.EDIT)
-        try:
-            services.delete_cluster(request.user, cluster)
-        except ValidationError as exc:
-            raise exceptions.ValidationError(exc.message_dict) from exc
+        services.delete_cluster(request.user, cluster)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -165,14 +155,11 @@ class PlanningRequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
         data = start.validated_data
         model = get_owned(request.user, RegisteredModel.objects.all(), data["model"], Action.EDIT)
         cluster = get_owned(request.user, Cluster.objects.all(), data["cluster"], Action.EDIT)
-        try:
-            planning = services.start_planning(
-                request.user, model, cluster, data["throughput_target"],
-                data.get("schedulers") or services.default_schedulers(),
-                batch_size=data.get("batch_size"), samples=data.get("samples"),
-                budget_s=data["budget_s"])
-        except ValidationError as exc:
-            raise exceptions.ValidationError(exc.message_dict) from exc
+        planning = services.start_planning(
+            request.user, model, cluster, data["throughput_target"],
+            data.get("schedulers") or services.default_schedulers(),
+            batch_size=data.get("batch_size"), samples=data.get("samples"),
+            budget_s=data["budget_s"])
         return Response(PlanningRequestSerializer(planning).data, status=status.HTTP_201_CREATED)
 
 
@@ -189,9 +176,6 @@ class PlanResultViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
         change = WhatIfSerializer(data=request.data)
         change.is_valid(raise_exception=True)
         data = change.validated_data
-        try:
-            answer = services.run_what_if(request.user, self.get_object(), data["resource"],
-                                          data["price_per_hour"], data["count"])
-        except ValidationError as exc:
-            raise exceptions.ValidationError(exc.message_dict) from exc
+        answer = services.run_what_if(request.user, self.get_object(), data["resource"],
+                                      data["price_per_hour"], data["count"])
         return Response(answer)

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
-from rest_framework import exceptions, mixins, serializers, status, viewsets
+from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -71,9 +70,6 @@ class ProfileRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
         start.is_valid(raise_exception=True)
         data = start.validated_data
         model = get_owned(request.user, RegisteredModel.objects.all(), data["model"], Action.EDIT)
-        try:
-            run = services.start_profile(request.user, model, data.get("batch_size"),
-                                         data["repeats"])
-        except ValidationError as exc:
-            raise exceptions.ValidationError(exc.message_dict) from exc
+        run = services.start_profile(request.user, model, data.get("batch_size"),
+                                     data["repeats"])
         return Response(ProfileRunSerializer(run).data, status=status.HTTP_201_CREATED)

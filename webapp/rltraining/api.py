@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
-from rest_framework import exceptions, mixins, serializers, status, viewsets
+from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -49,9 +48,6 @@ class RLTrainingRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
         data = start.validated_data
         planning = get_owned(request.user, PlanningRequest.objects.all(), data["request"],
                              Action.EDIT)
-        try:
-            run = services.start_training(request.user, planning, data["budget_s"],
-                                          data["max_updates"], data["samples"])
-        except ValidationError as exc:
-            raise exceptions.ValidationError(exc.message_dict) from exc
+        run = services.start_training(request.user, planning, data["budget_s"],
+                                      data["max_updates"], data["samples"])
         return Response(RLTrainingRunSerializer(run).data, status=status.HTTP_201_CREATED)
