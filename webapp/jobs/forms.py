@@ -30,10 +30,10 @@ class ApproveForm(forms.Form):
                                        "data-parallel: per worker")
     lr = form_number("lr", initial=0.05, label="Learning rate")
 
-    def __init__(self, *args: Any, resources: list[str], **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, data: Any = None, *, resources: list[str], **kwargs: Any) -> None:
+        super().__init__(data, **kwargs)
         self.runner_forms: dict[str, OptionsForm] = {
-            runner.name: runner.options_form(*args, resources=resources)
+            runner.name: runner.options_form(data, resources=resources)
             for runner in runners.RUNNERS}
 
     def chosen(self) -> OptionsForm:
