@@ -6,7 +6,7 @@
 For each model: `heterps profile MODEL --include-local 2 --threads 1` (two resource types of
 this machine, measured as the runtime runs a stage, network = measured loopback), then for
 every plan shape the runtime can run on 2 cores the plan is priced by the v2 cost model
-(`costmodel_v2.build_plan`: the shape's stages and units, the sync mode and micro-batches,
+(`costmodels.v2.plans.build_plan`: the shape's stages and units, the sync mode and micro-batches,
 the parameter-server shards) and run with `heterps run PLAN --json --bind
 local-1=cpu:1,local-2=cpu:1`, best of `--rounds`. The load average is recorded per row
 (the machine is shared).
@@ -29,7 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from heterps_core.costmodel_v2 import build_plan, place_server, server_need  # noqa: E402
+from heterps_core.costmodels.v2.plans import build_plan  # noqa: E402
+from heterps_core.costmodels.v2.server import place_server, server_need  # noqa: E402
 from heterps_core.instance import Instance  # noqa: E402
 from heterps_core.plan import Plan, ServerPlacement  # noqa: E402
 

@@ -98,3 +98,7 @@ class Stopwatch:
     @property
     def cpu_s(self) -> float:
         return cpu_s() - self._cpu
+
+
+class BudgetReached(Exception):
+    """A search's deadline passed before it finished (it returns the best plan it has)."""

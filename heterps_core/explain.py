@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from heterps_core.costmodel import ChainCosts, costs_equal, evaluate, infeasible_plan
+from heterps_core.costmodels import cost_model_for
+from heterps_core.costmodels.common import costs_equal, infeasible_plan
 from heterps_core.errors import InstanceError
 from heterps_core.instance import Instance
 from heterps_core.plan import Plan
@@ -113,7 +114,7 @@ def _binding(instance: Instance, plan: Plan) -> tuple[int, str]:
 
 def _stage_notes(instance: Instance, plan: Plan) -> list[str]:
     """What sets each stage's unit count: the target, memory, or neither (one unit)."""
-    costs = ChainCosts(instance)
+    costs = cost_model_for(instance).chain
     notes = []
     for i, stage in enumerate(plan.stages):
         shape = costs.shape(stage.first, stage.last, stage.resource)
@@ -141,15 +142,15 @@ def _alternatives(instance: Instance, chosen: Plan) -> list[Alternative]:
     from heterps_core.schedulers.exact import exact_plan
     from heterps_core.schedulers.heuristic import heuristic_assignment
 
-    costs = ChainCosts(instance)
+    model = cost_model_for(instance)
     n = len(instance.layers)
     candidates: list[tuple[str, Plan]] = [
-        (f"all on {r}", evaluate(instance, [r] * n, "homogeneous", costs=costs))
+        (f"all on {r}", model.evaluate([r] * n, "homogeneous"))
         for r in instance.resource_names
     ]
     candidates.append(
         ("sparse on CPU, dense on GPU",
-         evaluate(instance, heuristic_assignment(instance), "heuristic", costs=costs))
+         model.evaluate(heuristic_assignment(instance), "heuristic"))
     )
     for res in sorted(set(chosen.assignment or ())):
         if len(instance.resources) > 1:

@@ -20,10 +20,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from heterps_core.costmodel import ChainCosts, infeasible_plan, is_better
-from heterps_core.costmodel_v2 import StageTerms, server_need
+from heterps_core.costmodels import CostModel, cost_model_for
+from heterps_core.costmodels.common import infeasible_plan, is_better
+from heterps_core.costmodels.v2.server import server_need
 from heterps_core.instance import Instance
-from heterps_core.plan import Plan, Stage
+from heterps_core.plan import Plan, ServerPlacement, Stage
 
 SCHEDULER = "homogeneous"
 
@@ -161,34 +162,20 @@ class StageBound:
 
 def stage_bounds(instance: Instance, plan: Plan) -> list[StageBound]:
     """Each stage's largest time term under the cost model that priced the plan."""
-    costs = ChainCosts(instance)
-    terms = StageTerms(instance, server=plan.parameter_server) if instance.is_v2 else None
-    out = []
-    for stage in plan.stages:
-        out.append(_stage_bound(instance, costs, terms, stage))
-    return out
+    model = cost_model_for(instance)
+    return [_stage_bound(model, stage, plan.parameter_server) for stage in plan.stages]
 
 
-def _stage_bound(instance: Instance, costs: ChainCosts, terms: StageTerms | None,
-                 stage: Stage) -> StageBound:
+def _stage_bound(model: CostModel, stage: Stage, server: ServerPlacement | None) -> StageBound:
     first, last, name = stage.first, stage.last, stage.resource
     units = stage.units or 1
-    shape = costs.shape(first, last, name)
-    compute = sum(instance.layers[i].compute_s[name] for i in range(first, last + 1))
-    parts = {
-        "compute": compute,
-        "activations": shape.base_s - compute,
-        "gradient all-reduce": (units - 1) / units * shape.sync_s,
-        "row wait": terms.row_wait(first, last, instance.resource(name).bandwidth_bytes_per_s)
-        if terms is not None else 0.0,
-    }
+    parts = model.time_terms(first, last, name, units, server)
     bound = max(parts, key=lambda k: parts[k])
     total = sum(parts.values()) or 1.0
-    fixed, sharded = (terms.memory_gb(first, last) if terms is not None
-                      else (shape.fixed_gb, shape.sharded_gb))
+    fixed, sharded = model.memory_split(first, last)
     if units <= 1:
         why = "one unit"
-    elif fixed + sharded / (units - 1) > instance.resource(name).memory_gb * (1 + 1e-9):
+    elif fixed + sharded / (units - 1) > model.instance.resource(name).memory_gb * (1 + 1e-9):
         why = "memory"
     else:
         why = "the target"

@@ -213,10 +213,6 @@ class Instance:
         data.update(changes)
         return Instance(**data)
 
-    @property
-    def is_v2(self) -> bool:
-        return self.version == SCHEMA_VERSION_2
-
     def as_v2(self, sync: str | None = None, micro_batches: int | None = None) -> Instance:
         """This instance under the v2 cost model, with the sync mode / micro-batches given.
 
@@ -257,7 +253,7 @@ class Instance:
             data["samples"] = self.samples
         data["input_mb"] = self.input_mb
         data["resources"] = [r.to_dict() for r in self.resources]
-        if not self.is_v2:
+        if self.version != SCHEMA_VERSION_2:
             data["layers"] = [layer.to_dict() for layer in self.layers]
             return data
         data["layers"] = [layer.to_dict_v2() for layer in self.layers]

@@ -14,17 +14,13 @@ pages and the CLI compare figures by where they came from, never by resource nam
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 
 from heterps_core.errors import InstanceError
 from heterps_core.validation import check_fields, non_negative_number
-
-if TYPE_CHECKING:
-    from heterps_core.instance import Instance
-    from heterps_core.plan import Plan
 
 
 class Tier(StrEnum):
@@ -190,12 +186,45 @@ def summarise(figures: Iterable[Mapping[str, Any]]) -> dict[str, ResourceProvena
     return records
 
 
-def of_instance(instance: Instance) -> dict[str, ResourceProvenance]:
+# What the functions below read of an instance and a plan. Structural types, because the
+# instance module imports this one (a resource carries its record): naming `Instance` here
+# would close an import cycle.
+
+
+class _Typed(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def provenance(self) -> ResourceProvenance | None: ...
+
+
+class _OnType(Protocol):
+    @property
+    def resource(self) -> str: ...
+
+
+class _PlanLike(Protocol):
+    @property
+    def stages(self) -> Sequence[_OnType]: ...
+    @property
+    def parameter_server(self) -> _OnType | None: ...
+
+
+_I = TypeVar("_I", bound="_InstanceLike")
+
+
+class _InstanceLike(Protocol):
+    @property
+    def resources(self) -> Sequence[_Typed]: ...
+    def replace(self: _I, **changes: Any) -> _I: ...
+
+
+def of_instance(instance: _InstanceLike) -> dict[str, ResourceProvenance]:
     """Every resource type's record; `UNKNOWN` where the instance carries none."""
     return {r.name: r.provenance or UNKNOWN for r in instance.resources}
 
 
-def of_plan(instance: Instance, plan: Plan) -> dict[str, ResourceProvenance]:
+def of_plan(instance: _InstanceLike, plan: _PlanLike) -> dict[str, ResourceProvenance]:
     """The records of the types a plan uses (its stages, then its parameter server)."""
     records = of_instance(instance)
     used = [s.resource for s in plan.stages]
@@ -204,11 +233,11 @@ def of_plan(instance: Instance, plan: Plan) -> dict[str, ResourceProvenance]:
     return {name: records[name] for name in dict.fromkeys(used) if name in records}
 
 
-def stamp(instance: Instance, records: Mapping[str, ResourceProvenance]) -> Instance:
+def stamp(instance: _I, records: Mapping[str, ResourceProvenance]) -> _I:
     """The instance with each named resource type's record replaced (others kept)."""
-    resources = tuple(replace(r, provenance=records[r.name]) if r.name in records else r
-                      for r in instance.resources)
-    return instance.replace(resources=resources)
+    resources: tuple[Any, ...] = tuple(instance.resources)
+    return instance.replace(resources=tuple(
+        replace(r, provenance=records[r.name]) if r.name in records else r for r in resources))
 
 
 def to_json(records: Mapping[str, ResourceProvenance]) -> dict[str, dict[str, Any]]:

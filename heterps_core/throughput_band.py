@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from heterps_core.costmodel import ChainCosts
+from heterps_core.costmodels import cost_model_for, cost_model_of
 from heterps_core.instance import Instance
 from heterps_core.plan import Plan
 
@@ -58,8 +58,7 @@ def throughput_band(instance: Instance, plan: Plan) -> ThroughputBand | None:
     if not any(instance.layers[i].compute_spread.get(stage.resource)
                for stage in plan.stages for i in stage.layers):
         return None
-    if plan.cost_model == 2 and not instance.is_v2:
-        instance = instance.as_v2(plan.sync, plan.micro_batches)
+    instance = cost_model_of(instance, plan).instance
     return ThroughputBand(plan.throughput, _priced(_moved(instance, +1), plan),
                           _priced(_moved(instance, -1), plan))
 
@@ -77,13 +76,6 @@ def _moved(instance: Instance, sign: int) -> Instance:
 
 def _priced(instance: Instance, plan: Plan) -> float:
     """The plan's throughput on `instance` with its own stages and units."""
-    if plan.cost_model == 2:
-        from heterps_core.costmodel_v2 import build_plan
-
-        runs = [(s.first, s.last, s.resource, s.units or 1) for s in plan.stages]
-        priced = build_plan(instance, runs, plan.parameter_server, plan.scheduler)
-        return priced.throughput or 0.0
-    costs = ChainCosts(instance)
-    return min(costs.shape(s.first, s.last, s.resource).throughput(s.units or 1,
-                                                                   instance.batch_size)
-               for s in plan.stages)
+    runs = [(s.first, s.last, s.resource, s.units or 1) for s in plan.stages]
+    priced = cost_model_for(instance).price(runs, plan.parameter_server, plan.scheduler)
+    return priced.throughput or 0.0

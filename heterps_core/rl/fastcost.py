@@ -1,14 +1,14 @@
 """The cost model on integer assignments, with stages memoised, for sampling thousands of plans.
 
 RL training and the local search price the same few hundred stages over and over; building a
-`Plan` each time would dominate the run. On v1 instances `AssignmentCosts` goes through the
-very same `ChainCosts.shape`/`provision` code as `costmodel.evaluate`, so the two cannot
-disagree; it only skips the `Plan` objects and remembers every (first, last, resource) it has
-provisioned. On v2 instances (sync mode, micro-batches, a parameter server) a plan's units
-are provisioned jointly and its cost is not a sum of stage costs, so `outcome` asks
-`costmodel.evaluate` itself (memoised per assignment) and `additive` is False: the trainer then
-uses the terminal reward and the static mask (`training.py`), and `stage` stays only a hint
-for the decoder's features.
+`Plan` each time would dominate the run. Under a stagewise cost model (v1)
+`AssignmentCosts` prices stages with the model's own `stage`, the code its `evaluate` runs, so
+the two cannot disagree; it only skips the `Plan` objects and remembers every (first, last,
+resource) it has provisioned. Under a model that chooses units per plan (v2: sync mode,
+micro-batches, a parameter server) a plan's cost is not a sum of stage costs, so `outcome`
+asks the model's `evaluate` itself (memoised per assignment) and `additive` is False: the
+trainer then uses the terminal reward and the static mask (`training.py`), and `stage` stays
+only a hint for the decoder's features.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from heterps_core.costmodel import ChainCosts, evaluate
+from heterps_core.costmodels import cost_model_for
 from heterps_core.instance import Instance
 from heterps_core.plan import Plan
 
@@ -41,7 +41,7 @@ class AssignmentCosts:
 
     def __init__(self, instance: Instance) -> None:
         self.instance = instance
-        self.chain = ChainCosts(instance)
+        self.model = cost_model_for(instance)
         self.names = instance.resource_names
         self.prices = [r.price_per_hour for r in instance.resources]
         self.counts = [r.count for r in instance.resources]
@@ -49,8 +49,8 @@ class AssignmentCosts:
         self.n_resources = len(self.names)
         self._stages: dict[tuple[int, int, int], tuple[int, float, float]] = {}
         self._reasons: dict[tuple[int, int, int], str] = {}
-        # v1: a plan's cost is the sum of its stages' (docs/cost-model.md); v2: it is not.
-        self.additive = not getattr(instance, "is_v2", False)
+        # stagewise (v1): a plan's cost is the sum of its stages' (docs/cost-model.md)
+        self.additive = self.model.stagewise
         self._plans: dict[tuple[int, ...], Outcome] = {}
 
     def stage(self, first: int, last: int, r: int) -> tuple[int, float, float]:
@@ -60,24 +60,12 @@ class AssignmentCosts:
         hit = self._stages.get(key)
         if hit is not None:
             return hit
-        name = self.names[r]
-        if not self.chain.runs_on(first, last, name):
-            bad = next(i for i in range(first, last + 1)
-                       if not self.instance.layers[i].runs_on(name))
-            self._reasons[key] = f"layer {self.instance.layers[bad].name} cannot run on {name}"
+        found = self.model.stage(first, last, self.names[r])
+        if isinstance(found, str):
+            self._reasons[key] = found
             value = _UNPROVISIONABLE
         else:
-            shape = self.chain.shape(first, last, name)
-            prov = self.chain.provision(shape)
-            if prov.units is None:
-                self._reasons[key] = prov.reason or "cannot be provisioned"
-                value = _UNPROVISIONABLE
-            else:
-                value = (
-                    prov.units,
-                    prov.units * self.prices[r],
-                    shape.throughput(prov.units, self.instance.batch_size),
-                )
+            value = (found.units, found.cost_per_hour, found.throughput)
         self._stages[key] = value
         return value
 
@@ -122,10 +110,8 @@ class AssignmentCosts:
         return hit
 
     def plan(self, assignment: Sequence[int], scheduler: str = "rl") -> Plan:
-        """The full spec plan of an assignment (through `costmodel.evaluate` itself)."""
-        return evaluate(
-            self.instance, [self.names[int(r)] for r in assignment], scheduler, self.chain
-        )
+        """The full spec plan of an assignment (the model's `evaluate` itself)."""
+        return self.model.evaluate([self.names[int(r)] for r in assignment], scheduler)
 
     def homogeneous(self) -> tuple[int, Outcome] | None:
         """The best single-resource assignment: (resource index, outcome), or None if none is

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 
-from heterps_core.costmodel import infeasible_plan
+from heterps_core.costmodels.common import infeasible_plan
 from heterps_core.errors import SchedulerError
 from heterps_core.instance import Instance
 from heterps_core.plan import Plan

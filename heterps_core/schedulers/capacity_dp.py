@@ -20,16 +20,12 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from heterps_core.budget import Deadline, passed
-from heterps_core.costmodel import REL_TOL
+from heterps_core.budget import BudgetReached, Deadline, passed
+from heterps_core.costmodels.common import REL_TOL
 from heterps_core.schedulers.stagetable import StageTable
 
 Run = tuple[int, int, str]
 DpProgress = Callable[[int, int], None]  # (layers done, layers)
-
-
-class BudgetReached(Exception):
-    """The deadline passed before the DP finished."""
 
 
 def usage_states(table: StageTable, capped: Sequence[str]) -> int:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from heterps_core.costmodel import REL_TOL
+from heterps_core.costmodels.common import REL_TOL
 from heterps_core.schedulers.stagetable import StageTable
 
 Run = tuple[int, int, str]  # (first layer, last layer, resource)

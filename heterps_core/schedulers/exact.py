@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import math
 
-from heterps_core.budget import Deadline, budget_reached, passed
+from heterps_core.budget import BudgetReached, Deadline, budget_reached, passed
 from heterps_core.costmodel import REL_TOL, evaluate, infeasible_plan
+from heterps_core.costmodels import cost_model_for
 from heterps_core.instance import Instance
 from heterps_core.plan import Plan
 from heterps_core.progress import Progress, ProgressCallback
 from heterps_core.schedulers.base import Scheduler
 from heterps_core.schedulers.capacity_dp import (
-    BudgetReached,
     capped_dp,
     dp_bytes,
     dp_work,
@@ -30,6 +30,7 @@ from heterps_core.schedulers.capacity_dp import (
 from heterps_core.schedulers.chain_dp import Run, uncapped_optimum
 from heterps_core.schedulers.exact_bounds import CapBounds, cap_bounds
 from heterps_core.schedulers.exact_ilp import capped_optimum
+from heterps_core.schedulers.exact_v2 import exact_v2
 from heterps_core.schedulers.registry import register
 from heterps_core.schedulers.stagetable import StageTable
 
@@ -66,10 +67,9 @@ def exact_plan(
     returns the best plan found with a note giving its certified gap, never a plan called
     optimal.
     """
-    if instance.is_v2:
-        # v2: label DP over (prefix, last resource) per server placement (exact_v2.py)
-        from heterps_core.schedulers.exact_v2 import exact_v2
-
+    if not cost_model_for(instance).stagewise:
+        # units chosen per plan, not per stage: the label DP over (prefix, last resource)
+        # per server placement (exact_v2.py)
         return exact_v2(instance, budget_s=budget_s, progress=progress)
     deadline = Deadline.after(budget_s)
     report = _forward_only(progress or (lambda _: None))

@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from heterps_core.budget import Deadline, passed
-from heterps_core.costmodel import REL_TOL
+from heterps_core.costmodels.common import REL_TOL
 from heterps_core.schedulers.stagetable import StageTable
 
 Run = tuple[int, int, str]

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from heterps_core.budget import Deadline
-from heterps_core.costmodel import REL_TOL
+from heterps_core.costmodels.common import REL_TOL
 from heterps_core.errors import SchedulerError
 from heterps_core.schedulers.chain_dp import uncapped_optimum
 from heterps_core.schedulers.stagetable import StageTable

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 
 from heterps_core.budget import Deadline, passed
-from heterps_core.costmodel import infeasible_plan
+from heterps_core.costmodels.common import infeasible_plan
 from heterps_core.instance import Instance
 from heterps_core.plan import Plan
 from heterps_core.progress import Progress, ProgressCallback

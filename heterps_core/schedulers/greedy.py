@@ -8,7 +8,7 @@ L x R x R plan evaluations, no backtracking.
 
 from __future__ import annotations
 
-from heterps_core.costmodel import infeasible_plan
+from heterps_core.costmodels.common import infeasible_plan
 from heterps_core.instance import Instance
 from heterps_core.plan import Plan
 from heterps_core.progress import Progress, ProgressCallback

@@ -8,7 +8,8 @@ cheapest resource that runs it.
 
 from __future__ import annotations
 
-from heterps_core.costmodel import ChainCosts, evaluate, stages_of
+from heterps_core.costmodels import cost_model_for
+from heterps_core.costmodels.common import stages_of
 from heterps_core.instance import Instance, Layer, Resource
 from heterps_core.plan import Plan
 from heterps_core.progress import ProgressCallback
@@ -22,7 +23,7 @@ class HeuristicScheduler(Scheduler):
     summary = "Sparse layers on the cheapest adequate CPU, dense on the best samples/s per $ GPU."
 
     def solve(self, instance: Instance, progress: ProgressCallback) -> Plan:
-        return evaluate(instance, heuristic_assignment(instance), self.name)
+        return cost_model_for(instance).evaluate(heuristic_assignment(instance), self.name)
 
 
 def heuristic_assignment(instance: Instance) -> list[str]:
@@ -46,15 +47,12 @@ def _cheapest_adequate_cpu(instance: Instance, sparse: list[Layer]) -> str | Non
     runs_all = [r for r in cpus if all(layer.runs_on(r.name) for layer in sparse)]
     if not sparse or not runs_all:
         return runs_all[0].name if runs_all else None
-    costs = ChainCosts(instance)
+    model = cost_model_for(instance)
     blocks = [(f, la) for f, la, kind in stages_of(kinds(instance)) if kind == "sparse"]
 
     def adequate(res: str) -> bool:
         # Each contiguous sparse block, as one stage, meets the target within the count.
-        return all(
-            costs.runs_on(f, la, res) and costs.provision(costs.shape(f, la, res)).units
-            for f, la in blocks
-        )
+        return all(not isinstance(model.stage(f, la, res), str) for f, la in blocks)
 
     return next((r.name for r in runs_all if adequate(r.name)), runs_all[0].name)
 

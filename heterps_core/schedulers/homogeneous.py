@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from heterps_core.costmodel import ChainCosts, evaluate, infeasible_plan, is_better
+from heterps_core.costmodels import cost_model_for
+from heterps_core.costmodels.common import infeasible_plan, is_better
 from heterps_core.instance import Instance
 from heterps_core.plan import Plan
 from heterps_core.progress import Progress, ProgressCallback
@@ -12,9 +13,9 @@ from heterps_core.schedulers.registry import register
 
 def single_resource_plans(instance: Instance, scheduler: str = "homogeneous") -> list[Plan]:
     """One plan per resource, every layer on it, feasible or not (with its reason)."""
-    costs = ChainCosts(instance)
+    model = cost_model_for(instance)
     n = len(instance.layers)
-    return [evaluate(instance, [r] * n, scheduler, costs=costs) for r in instance.resource_names]
+    return [model.evaluate([r] * n, scheduler) for r in instance.resource_names]
 
 
 @register

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from heterps_core.costmodel import REL_TOL, ChainCosts, costs_equal, evaluate, stages_of
+from heterps_core.costmodels import cost_model_for
+from heterps_core.costmodels.common import REL_TOL, costs_equal, stages_of
 from heterps_core.instance import Instance
 from heterps_core.plan import Plan
 
@@ -41,7 +42,7 @@ class AssignmentScorer:
 
     def __init__(self, instance: Instance) -> None:
         self.instance = instance
-        self.costs = ChainCosts(instance)
+        self.model = cost_model_for(instance)
         self._stage: dict[tuple[int, int, str], tuple[int, float, float] | None] = {}
         self._whole: dict[tuple[str, ...], Score] = {}
         self.evaluations = 0
@@ -54,19 +55,15 @@ class AssignmentScorer:
         return self._stage[key]
 
     def _provision(self, first: int, last: int, res: str) -> tuple[int, float, float] | None:
-        if not self.costs.runs_on(first, last, res):
+        stage = self.model.stage(first, last, res)
+        if isinstance(stage, str):
             return None
-        shape = self.costs.shape(first, last, res)
-        units = self.costs.provision(shape).units
-        if units is None:
-            return None
-        price = self.instance.resource(res).price_per_hour
-        return units, units * price, shape.throughput(units, self.instance.batch_size)
+        return stage.units, stage.cost_per_hour, stage.throughput
 
     def score(self, assignment: Sequence[str]) -> Score:
         self.evaluations += 1
-        if self.instance.is_v2:
-            return self._score_v2(tuple(assignment))
+        if not self.model.stagewise:
+            return self._score_whole(tuple(assignment))
         bad_layers = 0
         cost = 0.0
         throughput = float("inf")
@@ -86,11 +83,11 @@ class AssignmentScorer:
         infeasibility = float(bad_layers) + over / max(1, sum(used.values()))
         return Score(infeasibility, cost, -throughput if throughput != float("inf") else 0.0)
 
-    def _score_v2(self, assignment: tuple[str, ...]) -> Score:
-        """v2: stages taking turns share one time budget, so an assignment is provisioned
-        as a whole by the cost model (cached: the searches revisit assignments)."""
+    def _score_whole(self, assignment: tuple[str, ...]) -> Score:
+        """A model that chooses units per plan (v2: stages taking turns share one time
+        budget) provisions an assignment as a whole (cached: the searches revisit them)."""
         if assignment not in self._whole:
-            plan = evaluate(self.instance, list(assignment), "score")
+            plan = self.model.evaluate(list(assignment), "score")
             if plan.feasible:
                 self._whole[assignment] = Score(
                     0.0, plan.cost_per_hour or 0.0, -(plan.throughput or 0.0)
@@ -101,7 +98,7 @@ class AssignmentScorer:
         return self._whole[assignment]
 
     def plan(self, assignment: Sequence[str], scheduler: str) -> Plan:
-        return evaluate(self.instance, list(assignment), scheduler, costs=self.costs)
+        return self.model.evaluate(list(assignment), scheduler)
 
 
 def better(candidate: Score, incumbent: Score | None) -> bool:

@@ -15,7 +15,8 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import NDArray
 
-from heterps_core.costmodel import REL_TOL, ChainCosts
+from heterps_core.costmodels.chain import ChainCosts
+from heterps_core.costmodels.common import REL_TOL
 from heterps_core.instance import Instance
 
 FloatArray = NDArray[np.float64]

@@ -101,7 +101,8 @@ def test_v2_fields_are_rejected_in_v1_files() -> None:
 def test_a_sparse_stage_waits_for_its_rows_at_every_unit_count() -> None:
     """Stages hold no table: one unit pulls too, and the server's row work splits over its
     shards (docs/cost-model.md, the row wait)."""
-    from heterps_core.costmodel_v2 import StageTerms, place_server, server_need
+    from heterps_core.costmodels.v2.server import place_server, server_need
+    from heterps_core.costmodels.v2.terms import StageTerms
 
     inst = tiny_v2()
     need = server_need(inst)

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from heterps_core.costmodel import REL_TOL, costs_equal, evaluate, stages_of
-from heterps_core.costmodel_v2 import StageTerms, place_server, server_need
+from heterps_core.costmodels.v2.server import place_server, server_need
+from heterps_core.costmodels.v2.terms import StageTerms
 from heterps_core.instance import Instance
 from heterps_core.plan import ServerPlacement
 from heterps_core.schedulers.exact import exact_plan

@@ -1,6 +1,6 @@
-"""Bounds by class of the longest stage (relax_v2, used by exact_v2 when M > 1): every class's
-bound holds for every plan of that class, found by enumeration, and the search pruned by
-them still equals brute force (issue 15)."""
+"""Bounds by class of the longest stage (costmodels/v2/relax.py, used by exact_v2 when
+M > 1): every class's bound holds for every plan of that class, found by enumeration, and
+the search pruned by them still equals brute force (issue 15)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,13 @@ import numpy as np
 import pytest
 
 from heterps_core.costmodel import REL_TOL, costs_equal
-from heterps_core.costmodel_v2 import StageTerms, server_choices
+from heterps_core.costmodels.v2.relax import Multipliers, Relaxation, grouped, partition_bound
+from heterps_core.costmodels.v2.server import server_choices
+from heterps_core.costmodels.v2.table import OptionTable, option_table
+from heterps_core.costmodels.v2.terms import StageTerms
 from heterps_core.instance import Instance
 from heterps_core.schedulers import exact_v2
 from heterps_core.schedulers.exact import exact_plan
-from heterps_core.schedulers.options_v2 import OptionTable, option_table
-from heterps_core.schedulers.relax_v2 import Multipliers, Relaxation, grouped, partition_bound
 from tests.heterps_core.schedulers.test_exact_v2 import _raw, brute, instances
 
 

@@ -13,15 +13,17 @@ import numpy as np
 import pytest
 
 from heterps_core.costmodel import costs_equal
-from heterps_core.costmodel_v2 import LabelDP, StageTerms, server_choices, stage_options
+from heterps_core.costmodels.v2.labels import LabelDP
+from heterps_core.costmodels.v2.relax import Multipliers, Relaxation
+from heterps_core.costmodels.v2.server import server_choices
+from heterps_core.costmodels.v2.table import option_table
+from heterps_core.costmodels.v2.terms import StageTerms, stage_options
 from heterps_core.generate import random_instance, with_parameter_server
 from heterps_core.instance import Instance
 from heterps_core.progress import Progress
 from heterps_core.schedulers import create
 from heterps_core.schedulers.exact import exact_plan
 from heterps_core.schedulers.exact_v2 import ChoiceSearch, exact_v2
-from heterps_core.schedulers.options_v2 import option_table
-from heterps_core.schedulers.relax_v2 import Multipliers, Relaxation
 from tests.heterps_core.schedulers.test_exact_v2 import _raw
 
 GAP = re.compile(r"gap (\d+\.\d+)%.*costs \$([\d,.]+)/h.*less than \$([\d,.]+)/h")

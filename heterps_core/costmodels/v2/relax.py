@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from heterps_core.schedulers.options_v2 import OptionTable
+from heterps_core.costmodels.v2.table import OptionTable
 
 
 @dataclass(frozen=True)

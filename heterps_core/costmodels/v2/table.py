@@ -1,6 +1,6 @@
 """Every candidate stage's useful unit counts under cost model v2, priced at once with numpy.
 
-`costmodel_v2.stage_options` prices one stage (i..j on r); calling it for all `L(L+1)/2 x R`
+`terms.stage_options` prices one stage (i..j on r); calling it for all `L(L+1)/2 x R`
 stages of a 64-layer chain costs more than the whole exact search should (0.7 s). This module
 repeats its arithmetic operation for operation on arrays (same prefix sums, same order of
 additions, same tolerances), so every option gets exactly the units, cost and time the scalar
@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from heterps_core.costmodel import REL_TOL
-from heterps_core.costmodel_v2 import Options, StageTerms
+from heterps_core.costmodels.base import Options
+from heterps_core.costmodels.common import REL_TOL
+from heterps_core.costmodels.v2.terms import StageTerms
 
 # Rows of (stage x unit count) priced per numpy pass: bounds the memory of a pass.
 _CHUNK_CELLS = 1 << 21
