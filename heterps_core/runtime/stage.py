@@ -22,26 +22,16 @@ from torch import nn
 from heterps_core.ps import optim
 from heterps_core.ps.remote import BatchRows
 from heterps_core.runtime import sync
-from heterps_core.runtime.binding import parse_target
 from heterps_core.runtime.checkpoint import checkpoint_due, load_stage, save_stage
 from heterps_core.runtime.datasource import held_out, replica_batches
+from heterps_core.runtime.links import StageLinks
 from heterps_core.runtime.liveness import Heartbeat
 from heterps_core.runtime.metrics import Clock, Reporter
 from heterps_core.runtime.models import resolve_model
 from heterps_core.runtime.ps_client import PSClient
 from heterps_core.runtime.spec import JobSpec, RankSpec
 from heterps_core.runtime.tables import OP_CHECKPOINT, OP_DONE, sparse_tables
-from heterps_core.runtime.wire import (
-    TAG_BACKWARD,
-    TAG_EVAL,
-    TAG_FORWARD,
-    TAG_LABELS,
-    Inbox,
-    Outbox,
-    recv_tensor,
-    send_raw,
-    send_tensor,
-)
+from heterps_core.runtime.wire import TAG_EVAL, TAG_FORWARD, TAG_LABELS
 from heterps_core.zoo.base import Batch, ChainModel, Inputs, split_inputs
 from heterps_core.zoo.evaluation import metrics_of
 from heterps_core.zoo.tables import tables_on_meta
@@ -100,8 +90,7 @@ class StageWorker:
         dense_optimizer = optim.get(train.optimizer, lr=train.lr)
         self.optimizer = dense_optimizer.torch_dense(self.dense) if self.dense else None
         self.mode = sync.get(train.sync)
-        self.outbox = Outbox()
-        self.inbox = Inbox()
+        self.links = StageLinks(spec, me, self.device, clock)
         # The held-out set: stage 1 feeds its inputs, the last stage scores against its labels.
         evaluates = me.stage in (0, self.n_stages - 1) and train.eval_every > 0
         self.held = held_out(train, self.zoo, self.config) if evaluates else None
@@ -139,8 +128,7 @@ class StageWorker:
                 break  # drained: the final checkpoint is written, end like a finished run
         while in_flight:
             self.backward_part(in_flight.popleft())
-        with self.clock.idle():
-            self.outbox.flush()
+        self.links.flush()
         if self.client is not None:
             self.client.marker(OP_DONE, spec.train.steps)
             self.client.close()
@@ -184,12 +172,11 @@ class StageWorker:
             if last:
                 labels = list(raw_labels.to(self.device).tensor_split(n_micro))
             else:
-                dst = spec.replica_rank(self.n_stages - 1, m)
-                send_tensor(self.outbox, raw_labels, dst, TAG_LABELS, self._link(dst))
+                self.links.send(raw_labels, spec.replica_rank(self.n_stages - 1, m), TAG_LABELS)
         elif last:
-            full = self._receive(0, m, TAG_LABELS)
+            full = self.links.receive(0, m, TAG_LABELS)
             if more:
-                self._expect(0, m + self.replicas, TAG_LABELS, full)
+                self.links.expect(0, m + self.replicas, TAG_LABELS, full)
             labels = list(full.to(self.device).tensor_split(n_micro))
         total = sum(t.shape[0] for t in labels) if last else 0
         prev = spec.replica_rank(s - 1, m) if s > 0 else -1
@@ -202,23 +189,23 @@ class StageWorker:
             if s == 0:
                 x: Any = inputs[i]
             else:
-                x = self._receive(s - 1, m, TAG_FORWARD)
+                x = self.links.receive(s - 1, m, TAG_FORWARD)
                 arrived.append(x)
                 if more and i == n_micro - 1:
                     # Now, not after the work: the next mini-batch moves while this one runs.
                     # Not earlier: a stream's receives must be posted in order.
                     for like in arrived:
-                        self._expect(s - 1, m + self.replicas, TAG_FORWARD, like)
+                        self.links.expect(s - 1, m + self.replicas, TAG_FORWARD, like)
                 x = x.to(self.device).requires_grad_(x.is_floating_point())
             y = self._forward(x)
             if last:
                 loss = self.model.loss(y, labels[i]) * (labels[i].shape[0] / total)
                 loss.backward()
                 loss_sum += float(loss.detach())
-                self._send_back(x, prev)
+                self.links.send_back(x, prev)
             else:
-                send_tensor(self.outbox, y, nxt, TAG_FORWARD, self._link(nxt))
-                self.inbox.expect(y.shape, y.dtype, nxt, TAG_BACKWARD, self._link(nxt))
+                self.links.send(y, nxt, TAG_FORWARD)
+                self.links.expect_gradient(y, nxt)
                 received.append(x)
                 sent.append(y)
         return _InFlight(
@@ -229,13 +216,9 @@ class StageWorker:
         """The backward passes as gradients come back, then the parameter updates."""
         prev, nxt = f.prev, f.nxt
         for x, y in zip(f.received, f.sent, strict=True):
-            with self.clock.idle():
-                grad = self.inbox.take(nxt, TAG_BACKWARD)
-            assert grad is not None, "every activation sent posts its gradient's receive"
-            y.backward(grad.to(self.device))
-            self._send_back(x, prev)
-        with self.clock.idle():
-            self.outbox.settle()
+            y.backward(self.links.take_gradient(nxt).to(self.device))
+            self.links.send_back(x, prev)
+        self.links.settle()
         if self.client is not None:
             assert f.pulled is not None
             self.client.push(f.round, f.pulled)
@@ -260,44 +243,19 @@ class StageWorker:
                 # Read-only: rows as of round m's update (no push follows this pull).
                 self.client.begin(round_ + 1, lambda: self._forward(x), cached=False)
         else:
-            src = self.spec.replica_rank(s - 1, m)
-            with self.clock.idle():
-                x = recv_tensor(src, TAG_EVAL, self._link(src)).to(self.device)
+            x = self.links.receive_now(self.spec.replica_rank(s - 1, m), TAG_EVAL)
         with torch.no_grad():
             y = self._forward(x)
         if last:
             assert self.held is not None
             self.reporter.held_out(metrics_of(self.model, y, self.held[1].to(self.device), m + 1))
         else:
-            dst = self.spec.replica_rank(s + 1, m)
-            send_tensor(self.outbox, y, dst, TAG_EVAL, self._link(dst))
-
-    def _receive(self, stage: int, m: int, tag: int) -> torch.Tensor:
-        """Mini-batch m's next tensor on `tag` from its replica of `stage`."""
-        src = self.spec.replica_rank(stage, m)
-        with self.clock.idle():
-            x = self.inbox.take(src, tag)
-            return x if x is not None else recv_tensor(src, tag, self._link(src))
-
-    def _expect(self, stage: int, m: int, tag: int, like: torch.Tensor) -> None:
-        """Post mini-batch m's receive of a tensor shaped `like` (batches never change shape)."""
-        src = self.spec.replica_rank(stage, m)
-        self.inbox.expect(like.shape, like.dtype, src, tag, self._link(src), header=True)
+            self.links.send(y, self.spec.replica_rank(s + 1, m), TAG_EVAL)
 
     def _forward(self, x: Any) -> torch.Tensor:
         """The stage's layers, from the inputs or the previous stage's packed boundary to its
         own boundary (only what later stages read, zoo/base.py) or the output."""
         return self.model.run_layers(x, self.stage.first, self.stage.last)
-
-    def _send_back(self, x: Any, prev: int) -> None:
-        if prev >= 0 and isinstance(x, torch.Tensor) and x.grad is not None:
-            send_raw(self.outbox, x.grad, prev, TAG_BACKWARD, self._link(prev))
-
-    def _link(self, peer: int) -> str:
-        # NCCL only carries tensors between two GPUs; anything touching a CPU goes by gloo.
-        mine = parse_target(self.me.target).is_cuda and self.device.type == "cuda"
-        theirs = parse_target(self.spec.ranks[peer].target).is_cuda
-        return "cuda" if mine and theirs else "cpu"
 
     # --- checkpoints -----------------------------------------------------------------------
 
