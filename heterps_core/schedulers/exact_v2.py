@@ -28,8 +28,8 @@ import numpy as np
 
 from heterps_core.budget import BudgetReached, Deadline, budget_reached, passed
 from heterps_core.costmodels.common import REL_TOL
-from heterps_core.costmodels.v2.bounds import better_solution, cost_limit
 from heterps_core.costmodels.v2.chain_search import ChainSearch
+from heterps_core.costmodels.v2.incumbent import better_solution, cost_limit
 from heterps_core.costmodels.v2.label_search import Abandoned
 from heterps_core.costmodels.v2.labels import Solution
 from heterps_core.costmodels.v2.plans import build_plan, infeasible_v2

@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from heterps_core.budget import Deadline, passed
-from heterps_core.costmodels.v2.bounds import cost_limit
+from heterps_core.costmodels.v2.incumbent import cost_limit
 from heterps_core.costmodels.v2.label_search import LabelSearch
 from heterps_core.costmodels.v2.relax import Multipliers, Tables, join
 
@@ -35,10 +35,10 @@ class ClassSearch(LabelSearch):
     """The label search with, on request, bounds per class of the longest stage."""
 
     def _classes(self, deadline: Deadline | None) -> bool:
-        """M > 1: bound per class of the longest stage X (`costmodels.v2.relax`): a partition of [0, a_max],
-        each class with its own multiplier search, the classes the incumbent cannot rule out
-        split again (their bound is the loosest where they are wide). False: not used (one
-        micro-batch, or no stage taking turns)."""
+        """M > 1: bound per class of the longest stage X (`costmodels.v2.relax`): a
+        partition of [0, a_max], each class with its own multiplier search, the classes the
+        incumbent cannot rule out split again (their bound is the loosest where they are
+        wide). False: not used (one micro-batch, or no stage taking turns)."""
         relax = self.relax
         if relax.micro == 1 or self.table.size == 0:
             return False

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from heterps_core.budget import BudgetReached, Deadline
-from heterps_core.costmodels.v2.bounds import Bounds, cost_limit
+from heterps_core.costmodels.v2.bounds import Bounds
+from heterps_core.costmodels.v2.incumbent import cost_limit
 from heterps_core.costmodels.v2.labels import LabelBound, LabelDP, Labels, Solution
 from heterps_core.costmodels.v2.relax import partition_bound
 from heterps_core.costmodels.v2.terms import sync_label

@@ -15,7 +15,7 @@ from heterps_core.instance import Instance
 from heterps_core.plan import Plan
 from heterps_core.schedulers.exact import exact_plan
 
-DATA = Path(__file__).parent / "schedulers" / "data"
+DATA = Path(__file__).parents[1] / "schedulers" / "data"
 
 
 def tiny_v2(**changes: Any) -> Instance:
