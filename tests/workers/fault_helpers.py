@@ -18,9 +18,10 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from tests.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -32,17 +33,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def wait_for(condition: Callable[[], Any], timeout_s: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-        time.sleep(0.1)
 
 
 def subprocess_env(tmp: Path, **extra: str) -> dict[str, str]:
@@ -131,7 +121,7 @@ class OwnRedis:
         self.proc = Proc(["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
                           "--save", "", "--appendonly", "no", "--daemonize", "no",
                           "--dir", str(self.tmp)], dict(os.environ), self.tmp / "redis.log")
-        wait_for(self._answers, 10, "redis-server to answer")
+        wait_until(self._answers, 10, "redis-server to answer", every_s=0.1)
 
     def kill(self) -> None:
         assert self.proc is not None

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 from celery import Celery
 
+from tests.waiting import wait_until
 from webapp import environment
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -39,7 +40,6 @@ from fault_helpers import (
     start_server,
     start_worker,
     subprocess_env,
-    wait_for,
     worker_ready,
 )
 
@@ -90,7 +90,7 @@ def cluster(redis: OwnRedis, tmp_path: Path, live_processes: Any) -> Iterator[di
         worker = start_worker(env, queue, tmp_path / f"worker-{len(started)}.log", pool,
                               plain=plain)
         started.append(worker)
-        wait_for(lambda: worker_ready(worker), 90, "the worker to be ready")
+        wait_until(lambda: worker_ready(worker), 90, "the worker to be ready")
         return worker
 
     yield {"queue": queue, "start": start, "client": _client(redis.url), "workers": started}
@@ -135,11 +135,11 @@ def test_a_killed_pool_child_fails_the_run_at_its_step_and_a_plan_starts_over(
 ) -> None:
     cluster["start"]()
     run = _submit(personas, cluster, steps=400, step_s=0.05)
-    child = wait_for(lambda: _record(run.pk).step >= 3 and _record(run.pk).metrics["pid"],
-                     60, "the run's third step")
+    child = wait_until(lambda: _record(run.pk).step >= 3 and _record(run.pk).metrics["pid"],
+                       60, "the run's third step")
     os.kill(child, signal.SIGKILL)
     killed = time.monotonic()
-    work = wait_for(lambda: _finished(run.pk), RECOVERY_S, "the lost run to be settled")
+    work = wait_until(lambda: _finished(run.pk), RECOVERY_S, "the lost run to be settled")
     print(f"pool child killed: run settled in {time.monotonic() - killed:.1f} s")
     assert work.status == "failed"
     assert work.error.startswith("Worker lost at step ")
@@ -147,10 +147,10 @@ def test_a_killed_pool_child_fails_the_run_at_its_step_and_a_plan_starts_over(
 
     # The same for work that may start over: the next pool child runs it again.
     plan = _submit(personas, cluster, "fault-steps-retryable", steps=60, step_s=0.05)
-    child = wait_for(lambda: _record(plan.pk).step >= 3 and _record(plan.pk).metrics["pid"],
-                     60, "the plan's third step")
+    child = wait_until(lambda: _record(plan.pk).step >= 3 and _record(plan.pk).metrics["pid"],
+                       60, "the plan's third step")
     os.kill(child, signal.SIGKILL)
-    work = wait_for(lambda: _finished(plan.pk), RECOVERY_S, "the plan to start over")
+    work = wait_until(lambda: _finished(plan.pk), RECOVERY_S, "the plan to start over")
     assert (work.status, work.attempt, work.result["attempt"]) == ("succeeded", 2, 2)
     assert work.result["pid"] != child
     _none_stuck()
@@ -167,13 +167,13 @@ def test_a_killed_main_worker_process_leaves_nothing_running(
     worker = cluster["start"](pool)
     run = _submit(personas, cluster, steps=200, step_s=0.05)
     queued = _submit(personas, cluster, steps=2, step_s=0.01)
-    wait_for(lambda: _record(run.pk).step >= 3, 60, "the run's third step")
+    wait_until(lambda: _record(run.pk).step >= 3, 60, "the run's third step")
     child = _record(run.pk).metrics["pid"]
     worker.signal(signal.SIGKILL)
     worker.popen.wait(10)
     cluster["start"](pool)  # another worker comes up; the dead one's messages were not acked
     back = time.monotonic()
-    lost = wait_for(lambda: _finished(run.pk), RECOVERY_S, "the lost run to be settled")
+    lost = wait_until(lambda: _finished(run.pk), RECOVERY_S, "the lost run to be settled")
     print(f"main worker ({pool}) killed: run {lost.status} {time.monotonic() - back:.1f} s "
           f"after the new worker; orphaned child alive: {bool(live([child]))}")
     if lost.status == "succeeded":  # an orphan that kept its lease finished it, once
@@ -181,7 +181,7 @@ def test_a_killed_main_worker_process_leaves_nothing_running(
     else:
         assert lost.status == "failed" and lost.error.startswith("Worker lost at step ")
     # The message the dead worker had not taken yet is still in Redis: it runs.
-    assert wait_for(lambda: _finished(queued.pk), RECOVERY_S, "queued work").status == (
+    assert wait_until(lambda: _finished(queued.pk), RECOVERY_S, "queued work").status == (
         "succeeded")
     _none_stuck()
 
@@ -199,22 +199,22 @@ def test_the_worker_survives_a_redis_restart_and_lost_messages_are_sent_again(
     `'NoneType' object has no attribute 'hostname'`, came from restarting Gossip)."""
     worker = cluster["start"](plain=True)
     running = _submit(personas, cluster, steps=round(4 * (down_s + 10)), step_s=0.25)
-    wait_for(lambda: _record(running.pk).step >= 2, 60, "the run's second step")
+    wait_until(lambda: _record(running.pk).step >= 2, 60, "the run's second step")
     waiting = _submit(personas, cluster, steps=3, step_s=0.01)  # queued behind it, in Redis
     redis.kill()
     time.sleep(down_s)
     assert _record(running.pk).status == "running"  # the job went on without the broker
     redis.start()
     back = time.monotonic()
-    done = wait_for(lambda: _finished(running.pk), RECOVERY_S, "the running work")
+    done = wait_until(lambda: _finished(running.pk), RECOVERY_S, "the running work")
     assert done.status == "succeeded", done.error
-    requeued = wait_for(lambda: _finished(waiting.pk), RECOVERY_S, "the lost queued work")
+    requeued = wait_until(lambda: _finished(waiting.pk), RECOVERY_S, "the lost queued work")
     print(f"redis down {down_s} s: queued work finished {time.monotonic() - back:.1f} s "
           "after it was back")
     assert requeued.status == "succeeded", requeued.error
     # The worker reconnected and takes new work.
     after = _submit(personas, cluster, steps=2, step_s=0.01)
-    assert wait_for(lambda: _finished(after.pk), 60, "work sent after the restart").status == (
+    assert wait_until(lambda: _finished(after.pk), 60, "work sent after the restart").status == (
         "succeeded")
     assert time.monotonic() - back < RECOVERY_S
     _none_stuck()
@@ -238,7 +238,7 @@ def test_submitting_while_the_broker_is_down_answers_503_and_queues_nothing(
     port = free_port()
     server = start_server(env, port, tmp_path / "server.log")
     try:
-        wait_for(lambda: server_up(server, port), 120, "the server")
+        wait_until(lambda: server_up(server, port), 120, "the server")
         redis.kill()
         start = time.monotonic()
         status, body = api(port, token, "POST", "/api/work/",
@@ -268,7 +268,7 @@ def embedded(tmp_path: Path, live_processes: Any) -> Iterator[dict[str, Any]]:
     def start() -> Proc:
         server = start_server(env, port, tmp_path / "server.log", "--worker-threads", "1")
         servers.append(server)
-        wait_for(lambda: server_up(server, port), 120, "the embedded server")
+        wait_until(lambda: server_up(server, port), 120, "the embedded server")
         return server
 
     def call(method: str, path: str, body: Any = None) -> tuple[int, Any]:
@@ -298,8 +298,8 @@ def test_a_killed_embedded_server_leaves_nothing_running_queued_or_cancelling(
     run = submit(steps=400, step_s=0.05)
     cancelled = submit("fault-steps-interactive", steps=400, step_s=0.05)
     queued = submit(steps=2, step_s=0.01)  # behind `run` on the one long thread
-    wait_for(lambda: record(run)["progress"] >= 3 / 400, 60, "step 3")
-    wait_for(lambda: record(cancelled)["status"] == "running", 60, "the second to run")
+    wait_until(lambda: record(run)["progress"] >= 3 / 400, 60, "step 3")
+    wait_until(lambda: record(cancelled)["status"] == "running", 60, "the second to run")
     _, body = embedded["call"]("POST", f"/api/work/{cancelled}/cancel/")
     assert body["status"] == "cancelling"
     assert record(queued)["status"] == "queued"
@@ -307,11 +307,11 @@ def test_a_killed_embedded_server_leaves_nothing_running_queued_or_cancelling(
 
     embedded["start"]()
     back = time.monotonic()
-    lost = wait_for(lambda: record(run)["finished"] and record(run), RECOVERY_S, "the run")
+    lost = wait_until(lambda: record(run)["finished"] and record(run), RECOVERY_S, "the run")
     print(f"embedded server killed: settled {time.monotonic() - back:.1f} s after restart")
     assert lost["status"] == "failed" and lost["error"].startswith("Worker lost at step ")
     assert record(cancelled)["status"] == "cancelled"
-    done = wait_for(lambda: record(queued)["finished"] and record(queued), RECOVERY_S, "queued")
+    done = wait_until(lambda: record(queued)["finished"] and record(queued), RECOVERY_S, "queued")
     assert done["status"] == "succeeded"
 
 
@@ -320,8 +320,8 @@ def test_sigterm_stops_the_embedded_server_and_its_child_processes_within_10_s(
 ) -> None:
     server = embedded["start"]()
     run = embedded["submit"](steps=4000, step_s=0.05, children=2)
-    children = wait_for(lambda: embedded["record"](run)["metrics"].get("children"), 60,
-                        "the run's child processes")
+    children = wait_until(lambda: embedded["record"](run)["metrics"].get("children"), 60,
+                          "the run's child processes")
     assert len(live(children)) == 2
     server.signal(signal.SIGTERM)
     start = time.monotonic()

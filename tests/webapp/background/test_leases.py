@@ -20,6 +20,7 @@ import pytest
 from django.utils import timezone
 
 from heterps_core.progress import Progress
+from tests.waiting import wait_until
 from webapp.background import leases, services, sweeper
 from webapp.background.context import LeaseLost
 from webapp.background.models import Status, Work
@@ -117,7 +118,7 @@ def test_a_cancel_reaches_a_kind_through_the_heartbeat(personas: Any, settings: 
     work = _work(personas, params={"steps": 1, "step_s": 30.0, "children": 0})
     runner = threading.Thread(target=services.run_work, args=(work.pk,))
     runner.start()
-    _wait(lambda: Work.objects.get(pk=work.pk).status == Status.RUNNING)
+    wait_until(lambda: Work.objects.get(pk=work.pk).status == Status.RUNNING, 20, "the work to run")
     services.cancel_work(personas.member, Work.objects.get(pk=work.pk))
     start = time.monotonic()
     runner.join(10)
@@ -129,7 +130,7 @@ def test_shutdown_stops_running_work_and_its_processes(personas: Any) -> None:
     work = _work(personas, params={"steps": 100, "step_s": 0.05, "children": 2})
     runner = threading.Thread(target=services.run_work, args=(work.pk,))
     runner.start()
-    _wait(lambda: Work.objects.get(pk=work.pk).step >= 2)
+    wait_until(lambda: Work.objects.get(pk=work.pk).step >= 2, 20, "step 2")
     children = Work.objects.get(pk=work.pk).metrics["children"]
     start = time.monotonic()
     assert leases.stop_local() == 1
@@ -153,13 +154,6 @@ def test_a_queued_record_says_where_it_waits(personas: Any) -> None:
     assert services.state(first)["waiting"]["position"] == 1
     assert services.state(interactive)["message"] == (
         "Waiting in the interactive queue: #1 in line, for a free worker.")
-
-
-def _wait(condition: Any, timeout_s: float = 20) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
 
 
 def _runtime_children() -> list[int]:
@@ -190,7 +184,7 @@ def test_shutdown_stops_a_real_job_run_and_its_runtime_processes_within_10_s(
     job = jobs.approve(personas.member, source, RunOptions(steps=3000))
     runner = threading.Thread(target=services.run_work, args=(job.work_id,))
     runner.start()
-    _wait(lambda: Work.objects.get(pk=job.work_id).step >= 1, 180)
+    wait_until(lambda: Work.objects.get(pk=job.work_id).step >= 1, 180, "the run's first step")
     processes = _runtime_children()
     assert processes  # the stages run as processes of their own
     start = time.monotonic()

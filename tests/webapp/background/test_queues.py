@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from django.conf import settings as django_settings
 
+from tests.waiting import wait_until
 from webapp.background import services
 from webapp.background.models import Status, Work
 from webapp.planning import plan_kind
@@ -74,13 +75,14 @@ def process_workers(queues: tuple[str, str], tmp_path: Path) -> Iterator[None]:
 def _exact_plan_during_a_long_run(personas: Any, profiled: Any, cluster: Any) -> None:
     long_params = {"steps": 600, "step_s": 0.05}
     running = services.start_work(personas.member, personas.project, "fault-steps", long_params)
-    _wait(lambda: Work.objects.get(pk=running.pk).status == Status.RUNNING, 90)
+    wait_until(lambda: Work.objects.get(pk=running.pk).status == Status.RUNNING, 90,
+               "the long work to run")
     waiting = services.start_work(personas.member, personas.project, "fault-steps", long_params)
 
     start = time.monotonic()
     request = planning.start_planning(personas.member, profiled.model, cluster, 50_000.0,
                                       ["exact"])
-    _wait(lambda: Work.objects.get(pk=request.work_id).finished, 60)
+    wait_until(lambda: Work.objects.get(pk=request.work_id).finished, 60, "the plan to finish")
     took = time.monotonic() - start
     plan = Work.objects.get(pk=request.work_id)
     print(f"exact plan during a long run: {took:.2f} s")
@@ -93,7 +95,7 @@ def _exact_plan_during_a_long_run(personas: Any, profiled: Any, cluster: Any) ->
     assert state["message"].endswith("#1 in line, behind 1 running (fault-steps).")
     for work in (running, waiting):
         services.cancel_work(personas.member, Work.objects.get(pk=work.pk))
-    _wait(lambda: Work.objects.get(pk=running.pk).finished, 30)
+    wait_until(lambda: Work.objects.get(pk=running.pk).finished, 30, "the long work to finish")
 
 
 def test_embedded_an_exact_plan_does_not_wait_behind_a_long_run(
@@ -106,10 +108,3 @@ def test_production_an_exact_plan_does_not_wait_behind_a_long_run(
     personas: Any, profiled: Any, cluster: Any, process_workers: None
 ) -> None:
     _exact_plan_during_a_long_run(personas, profiled, cluster)
-
-
-def _wait(condition: Any, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.1)

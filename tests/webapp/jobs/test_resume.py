@@ -4,7 +4,6 @@ tiny CTR-DNN, stopped for real (a cancel, a server shutdown) after a checkpoint.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -13,6 +12,7 @@ from django.db.models import Max
 
 from heterps_core.runtime import checkpoint
 from heterps_core.runtime.compile import compile_run
+from tests.waiting import wait_until
 from webapp.background import leases
 from webapp.background import services as work_services
 from webapp.background.models import Status, Work
@@ -36,14 +36,6 @@ def _world_size(job: Job) -> int:
     return compile_run(pipeline.run_config(job)).world_size
 
 
-def _wait(condition: Callable[[], Any], timeout_s: float = 180) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while not (value := condition()):
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
-    return value
-
-
 def _stopped_after_a_checkpoint(job: Job, stop: Callable[[], Any]) -> int:
     """Run the job's current run in a worker thread, stop it once a checkpoint is complete;
     returns the newest complete checkpoint it left."""
@@ -52,7 +44,7 @@ def _stopped_after_a_checkpoint(job: Job, stop: Callable[[], Any]) -> int:
     runner = threading.Thread(target=work_services.run_work, args=(job.work_id,))
     runner.start()
     try:
-        _wait(lambda: checkpoint.complete_steps(folder, world))
+        wait_until(lambda: checkpoint.complete_steps(folder, world), 180, "a complete checkpoint")
         stop()
     finally:
         runner.join(60)
