@@ -39,8 +39,10 @@ from heterps_core.rl.fastcost import Outcome, better
 from heterps_core.rl.features import check_size
 from heterps_core.rl.policy import LayerPolicy, one_thread
 from heterps_core.rl.pretrained import load_pretrained
+from heterps_core.rl.problem import Problem
 from heterps_core.rl.search import SearchBudget, iterated_polish
-from heterps_core.rl.training import InstanceTraining, Problem, RLTrainConfig, train_on_instance
+from heterps_core.rl.settings import RLTrainConfig
+from heterps_core.rl.training import InstanceTraining, train_on_instance
 
 # Per-instance training, in policy updates: about what the old 30 s wall budget bought on a
 # quiet machine (issue 21: ~100; 76-440 ms of CPU per update from 16x4 to 128x8, docs/rl.md).

@@ -22,7 +22,9 @@ from heterps_core.instance import Instance
 from heterps_core.progress import ProgressCallback, no_progress
 from heterps_core.rl.checkpoint import load_policy, save_policy
 from heterps_core.rl.policy import LayerPolicy, PolicyConfig
-from heterps_core.rl.training import Problem, RLTrainConfig, pretrain
+from heterps_core.rl.problem import Problem
+from heterps_core.rl.settings import RLTrainConfig
+from heterps_core.rl.training import pretrain
 
 PRETRAINED_PATH = Path(__file__).with_name("pretrained.pt")
 POOL_SEED_OFFSET = 1_000_000
