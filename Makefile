@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test install lint typecheck pytest worker clean-venv
+.PHONY: run test test-fast install lint typecheck pytest worker clean-venv
 
 run: $(STAMP)
 	$(PY) manage.py up --host $(HOST) --port $(PORT)
@@ -24,6 +24,13 @@ typecheck: $(STAMP)
 pytest: $(STAMP)
 	@$(VENV)/bin/pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest: no tests collected (exit 5)"; exit 0; fi; exit $$rc
+
+# The inner loop: every test but the slow and browser ones, spread over the cores
+# (pytest-xdist, one test file per worker, each worker with its own var dir: tests/conftest.py).
+# `make test` stays the whole suite, as CI runs it.
+test-fast: $(STAMP)
+	@$(VENV)/bin/pytest -m "not slow and not browser" -n auto --dist loadfile $(PYTEST_ARGS); \
+	rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests collected (exit 5)"; exit 0; fi; exit $$rc
 
 # A production worker machine: same checkout, DATABASE_URL and REDIS_URL set. Run one for
 # QUEUES=interactive and one for QUEUES=long, so short work never waits behind long work.

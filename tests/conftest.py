@@ -37,6 +37,31 @@ def service_url(variable: str, local: str, port: int) -> str | None:
     return local if _answers("127.0.0.1", port) else None
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    _own_var_dir_per_xdist_worker()
+
+
+def _own_var_dir_per_xdist_worker() -> None:
+    # Under pytest-xdist (`make test-fast`) every worker is a process of its own: give each
+    # its own var dir, so workers never share a SQLite file, a job's run folder or its log
+    # (pytest-django's _gwN suffix alone would leave the run folders shared). Settings are
+    # loaded before any conftest, so this changes them in place, and the environment for
+    # the processes the tests start.
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker:
+        return
+    from django.conf import settings
+
+    var_dir = Path(settings.VAR_DIR) / f"xdist-{worker}"
+    var_dir.mkdir(parents=True, exist_ok=True)
+    settings.VAR_DIR = var_dir
+    os.environ["HETERPS_VAR_DIR"] = str(var_dir)
+    for database in settings.DATABASES.values():
+        if database["ENGINE"] == "django.db.backends.sqlite3":
+            database["NAME"] = str(var_dir / Path(database["NAME"]).name)
+            database["TEST"]["NAME"] = str(var_dir / Path(database["TEST"]["NAME"]).name)
+
+
 def pytest_report_header() -> str:
     # The first lines of every run (and of the CI log) say which services the tests use.
     from webapp.environment import mode
