@@ -69,7 +69,7 @@ def default_lr(optimizer: str) -> float:
     if optimizer == "sgd":
         return 0.05
     try:
-        return optim.get(optimizer).lr
+        return optim.get(optimizer).default_lr
     except optim.UnknownOptimizerError as exc:
         raise InstanceError("optimizer", str(exc).removeprefix("optimizer ")) from None
 

@@ -111,7 +111,7 @@ def runtime_steps(
     push one gradient row per distinct row), the shard's time kept apart as `row_s`.
     `repeats` mini-batches are timed, more under `measure.repeat_until_known` (until every
     layer's median is known within the target, or the cap)."""
-    from heterps_core.ps.optim import get, parse
+    from heterps_core.ps.optim import create, parse
     from heterps_core.runtime.models import resolve_model
 
     previous = torch.get_num_threads()
@@ -123,7 +123,7 @@ def runtime_steps(
         batches = zoo.batches(config, batch_size, seed=seed)
         layers = model.chain
         server = ServerProbe(model, parse(f"{optimizer}:lr={lr}")) if with_server else None
-        dense = get(optimizer, lr=lr)
+        dense = create(optimizer, lr=lr)
         params = [list(layer.parameters()) for layer in layers]
         optimizers = [dense.torch_dense(p) if p else None for p in params]
         times: list[list[float]] = [[] for _ in layers]

@@ -9,7 +9,7 @@
 | `store.py` | `RowStore`: one table on one shard (pull, push, evict, checkpoint) |
 """
 
-from heterps_core.ps.optim import SparseOptimizer, UnknownOptimizerError, get, names
+from heterps_core.ps.optim import SparseOptimizer, UnknownOptimizerError, create, get, names
 from heterps_core.ps.rowinit import FirstRows, RowInit, WeightRows, fill_table_, initial_rows
 from heterps_core.ps.store import RowStore
 
@@ -20,6 +20,7 @@ __all__ = [
     "SparseOptimizer",
     "UnknownOptimizerError",
     "WeightRows",
+    "create",
     "fill_table_",
     "get",
     "initial_rows",

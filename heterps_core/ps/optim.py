@@ -12,7 +12,8 @@ one per table, advanced by every update of the table whether or not it touches r
 this shard, as torch advances it once per `optimizer.step()`.
 
 The same names choose the dense layers' optimiser (`torch_dense`). Adding one: a class
-with `name`, `states`, `update`, `torch_sparse`, `torch_dense`, and `@register`.
+with `name`, `states`, `update`, `torch_sparse`, `torch_dense`, and `@register`. The
+registry holds the classes (`get` returns one); `create` builds one with its settings.
 """
 
 from __future__ import annotations
@@ -25,8 +26,7 @@ import torch
 from torch import nn
 
 from heterps_core.errors import HeterPSError
-
-_REGISTRY: dict[str, type[SparseOptimizer]] = {}
+from heterps_core.registry import Registry, UnknownName
 
 
 class UnknownOptimizerError(HeterPSError, ValueError):
@@ -73,23 +73,29 @@ class SparseOptimizer:
         raise NotImplementedError
 
 
+OPTIMIZERS: Registry[type[SparseOptimizer]] = Registry("optimizer")
+
+
 def register(cls: type[SparseOptimizer]) -> type[SparseOptimizer]:
-    _REGISTRY[cls.name] = cls
-    return cls
+    return OPTIMIZERS.register(cls)
 
 
 def names() -> list[str]:
-    return sorted(_REGISTRY)
+    return OPTIMIZERS.names()
 
 
-def get(name: str, lr: float | None = None, eps: float | None = None) -> SparseOptimizer:
+def get(name: str) -> type[SparseOptimizer]:
     try:
-        cls = _REGISTRY[name]
-    except KeyError:
+        return OPTIMIZERS.get(name)
+    except UnknownName as exc:
         raise UnknownOptimizerError(
-            f"optimizer must be one of {', '.join(names())}, got {name!r}"
+            f"optimizer must be one of {', '.join(exc.known)}, got {name!r}"
         ) from None
-    return cls(lr, eps)
+
+
+def create(name: str, lr: float | None = None, eps: float | None = None) -> SparseOptimizer:
+    """The optimiser called `name` with its settings (None: the optimiser's default)."""
+    return get(name)(lr, eps)
 
 
 def parse(text: str, field: str = "optimizer") -> SparseOptimizer:
@@ -104,10 +110,10 @@ def parse(text: str, field: str = "optimizer") -> SparseOptimizer:
             given[key] = float(value)
         except ValueError:
             raise InvalidOptimizerError(f"{field}: {key} must be a number, got {value!r}") from None
-    if name not in _REGISTRY:
+    if name not in OPTIMIZERS:
         raise InvalidOptimizerError(f"{field}: must be one of {', '.join(names())}, got {name!r}")
     try:
-        return get(name, given.get("lr"), given.get("eps"))
+        return create(name, given.get("lr"), given.get("eps"))
     except ValueError as exc:
         raise InvalidOptimizerError(f"{field}: {exc}") from None
 

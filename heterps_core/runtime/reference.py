@@ -69,5 +69,5 @@ def plain_optimizers(model: nn.Module, train: TrainSettings) -> list[torch.optim
         for ref in tables
     ]
     if dense:
-        out.append(optim.get(train.optimizer, lr=train.lr).torch_dense(dense))
+        out.append(optim.create(train.optimizer, lr=train.lr).torch_dense(dense))
     return out

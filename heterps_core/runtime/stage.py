@@ -87,7 +87,7 @@ class StageWorker:
         self.layers = nn.ModuleList(list(self.model.layers)[self.stage.first : self.stage.last + 1])
         self.layers.to(self.device)
         self.dense = list(self.layers.parameters())
-        dense_optimizer = optim.get(train.optimizer, lr=train.lr)
+        dense_optimizer = optim.create(train.optimizer, lr=train.lr)
         self.optimizer = dense_optimizer.torch_dense(self.dense) if self.dense else None
         self.mode = sync.get(train.sync)
         self.links = StageLinks(spec, me, self.device, clock)

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from heterps_core.ps import RowInit, RowStore, UnknownOptimizerError, fill_table_, get, names
+from heterps_core.ps import RowInit, RowStore, UnknownOptimizerError, create, fill_table_, names
 from heterps_core.ps.optim import InvalidOptimizerError, parse
 
 ROWS, DIM = 400, 6
@@ -16,7 +16,7 @@ INIT = RowInit("normal", 0.1, seed=5)
 def _torch_table(name: str, lr: float) -> tuple[nn.Embedding, torch.optim.Optimizer]:
     table = nn.Embedding(ROWS, DIM, sparse=True)
     fill_table_(table.weight.data, INIT)
-    return table, get(name, lr=lr).torch_sparse(table.parameters())
+    return table, create(name, lr=lr).torch_sparse(table.parameters())
 
 
 def _store_rows(stores: list[RowStore]) -> torch.Tensor:
@@ -33,7 +33,7 @@ def test_shards_applying_a_gradient_in_parts_match_torch(name: str, shards: int)
     """torch steps the whole table; each shard gets its rows of the same coalesced gradient
     (an empty part too: it still counts as a step)."""
     table, reference = _torch_table(name, lr=0.05)
-    stores = [RowStore(DIM, INIT, get(name, lr=0.05)) for _ in range(shards)]
+    stores = [RowStore(DIM, INIT, create(name, lr=0.05)) for _ in range(shards)]
     gen = torch.Generator().manual_seed(0)
     target = torch.randn(ROWS, DIM, generator=gen)
     for step in range(40):
@@ -59,7 +59,7 @@ def test_a_loop_through_the_store_matches_a_plain_sparse_loop(name: str) -> None
     """Pull the unique rows, look up locally, push one gradient row per unique row: the
     losses of a plain nn.Embedding(sparse=True) loop with torch's optimiser."""
     table, reference = _torch_table(name, lr=0.02)
-    store = RowStore(DIM, INIT, get(name, lr=0.02))
+    store = RowStore(DIM, INIT, create(name, lr=0.02))
     gen = torch.Generator().manual_seed(1)
     target = torch.randn(ROWS, DIM, generator=gen)
     for _ in range(30):
@@ -81,8 +81,8 @@ def test_a_loop_through_the_store_matches_a_plain_sparse_loop(name: str) -> None
 
 
 def test_repeated_ids_are_summed_before_the_update() -> None:
-    repeated = RowStore(DIM, INIT, get("adam"))
-    summed = RowStore(DIM, INIT, get("adam"))
+    repeated = RowStore(DIM, INIT, create("adam"))
+    summed = RowStore(DIM, INIT, create("adam"))
     grads = torch.randn(4, DIM)
     repeated.push(torch.tensor([3, 8, 3, 3]), grads)
     summed.push(torch.tensor([3, 8]), torch.stack([grads[0] + grads[2] + grads[3], grads[1]]),
@@ -92,7 +92,7 @@ def test_repeated_ids_are_summed_before_the_update() -> None:
 
 
 def test_lazy_state_leaves_rows_outside_the_gradient_alone() -> None:
-    store = RowStore(DIM, INIT, get("adam", lr=0.1))
+    store = RowStore(DIM, INIT, create("adam", lr=0.1))
     before = store.pull(torch.tensor([1, 2]))
     for _ in range(5):
         store.push(torch.tensor([1]), torch.ones(1, DIM), distinct=True)
@@ -105,13 +105,13 @@ def test_lazy_state_leaves_rows_outside_the_gradient_alone() -> None:
 
 def test_the_registry_and_its_errors() -> None:
     assert names() == ["adagrad", "adam", "sgd"]
-    adam = get("adam", lr=0.01, eps=1e-6)
+    adam = create("adam", lr=0.01, eps=1e-6)
     assert adam.config() == {"name": "adam", "lr": 0.01, "eps": 1e-6}
-    assert get("adagrad").eps == 1e-10
+    assert create("adagrad").eps == 1e-10
     with pytest.raises(UnknownOptimizerError, match="optimizer must be one of adagrad, adam, sgd"):
-        get("lamb")
+        create("lamb")
     with pytest.raises(ValueError, match="adam: lr must be positive"):
-        get("adam", lr=0.0)
+        create("adam", lr=0.0)
 
 
 def test_optimizer_settings_parse_or_name_the_problem() -> None:

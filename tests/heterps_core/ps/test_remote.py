@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch import nn
 
-from heterps_core.ps import RowInit, RowStore, fill_table_, get
+from heterps_core.ps import RowInit, RowStore, create, fill_table_
 from heterps_core.ps.optim import is_table, plain_optimizers
 from heterps_core.ps.remote import BatchRows, RemoteTable, collect_ids, swap_in
 from heterps_core.zoo import get as get_model
@@ -44,7 +44,8 @@ class _Shards:
             module = model.get_submodule(path)
             init = _row_init(module)
             dim = module.embedding_dim
-            self.stores.append([RowStore(dim, init, get(sparse, lr=0.05)) for _ in range(SHARDS)])
+            self.stores.append([RowStore(dim, init, create(sparse, lr=0.05))
+                                for _ in range(SHARDS)])
 
     def fetch(self, table: int, ids: torch.Tensor) -> torch.Tensor:
         out = torch.empty(ids.numel(), self.stores[table][0].dim)
@@ -74,14 +75,14 @@ def test_remote_tables_train_like_the_plain_model(model_name: str, dense: str, s
     zoo = get_model(model_name)
     config = zoo.config("tiny")
     plain, paths = _plain(model_name)
-    plain_opts = plain_optimizers(plain, get(dense, lr=0.01), get(sparse, lr=0.05))
+    plain_opts = plain_optimizers(plain, create(dense, lr=0.01), create(sparse, lr=0.05))
 
     with tables_on_meta():
         remote = zoo.build(config, seed=3)
     shards = _Shards(plain, paths, sparse)
     tables = swap_in(remote, paths, shards.fetch)
     assert not any(p.is_meta for p in remote.parameters())  # no table left behind
-    remote_opt = get(dense, lr=0.01).torch_dense(remote.parameters())
+    remote_opt = create(dense, lr=0.01).torch_dense(remote.parameters())
 
     batches = zoo.batches(config, BATCH, seed=3)
     for step in range(STEPS):

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import torch
 
-from heterps_core.ps import RowInit, get
+from heterps_core.ps import RowInit, create
 from heterps_core.ps.shard import Shard, TableSpec
 
 INIT = RowInit("normal", 0.01, seed=4)
 
 
 def _spec(replicas: int) -> TableSpec:
-    return TableSpec(dim=3, init=INIT, optimizer=get("sgd", lr=1.0), replicas=replicas)
+    return TableSpec(dim=3, init=INIT, optimizer=create("sgd", lr=1.0), replicas=replicas)
 
 
 def test_sync_applies_a_round_once_every_writer_pushed_it_averaged() -> None:

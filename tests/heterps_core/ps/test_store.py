@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from heterps_core.ps import RowInit, RowStore, WeightRows, get, initial_rows
+from heterps_core.ps import RowInit, RowStore, WeightRows, create, initial_rows
 
 DIM = 4
 INIT = RowInit("normal", 0.01, seed=9)
@@ -28,7 +28,7 @@ def _train(store: RowStore, steps: range, seed: int = 0) -> list[torch.Tensor]:
 
 
 def test_only_touched_rows_take_memory() -> None:
-    store = RowStore(DIM, INIT, get("adam"))
+    store = RowStore(DIM, INIT, create("adam"))
     ids = torch.tensor([0, VOCAB - 1, 123_456_789, 0])
     values = store.pull(ids)
     assert store.rows == 3
@@ -38,7 +38,7 @@ def test_only_touched_rows_take_memory() -> None:
 
 def test_first_values_do_not_depend_on_the_order_of_first_touches() -> None:
     ids = torch.randint(0, VOCAB, (5000,), generator=torch.Generator().manual_seed(2))
-    a, b = RowStore(DIM, INIT, get("sgd")), RowStore(DIM, INIT, get("sgd"))
+    a, b = RowStore(DIM, INIT, create("sgd")), RowStore(DIM, INIT, create("sgd"))
     a.pull(ids)
     for part in ids.flip(0).split(7):
         b.pull(part)
@@ -46,7 +46,7 @@ def test_first_values_do_not_depend_on_the_order_of_first_touches() -> None:
 
 
 def test_memory_grows_with_rows_touched() -> None:
-    store = RowStore(10, INIT, get("adam"), chunk_rows=1 << 14)
+    store = RowStore(10, INIT, create("adam"), chunk_rows=1 << 14)
     sizes = []
     for part in torch.arange(0, 100_000).mul(7_777).split(25_000):
         store.pull(part)
@@ -57,13 +57,13 @@ def test_memory_grows_with_rows_touched() -> None:
 
 
 def test_eviction_is_off_by_default() -> None:
-    store = RowStore(DIM, INIT, get("adam"))
+    store = RowStore(DIM, INIT, create("adam"))
     _train(store, range(50))
     assert store.evicted == 0 and store.touched is None
 
 
 def test_rows_untouched_for_n_updates_are_evicted_with_their_state() -> None:
-    store = RowStore(DIM, INIT, get("adam", lr=0.1), evict_after=5)
+    store = RowStore(DIM, INIT, create("adam", lr=0.1), evict_after=5)
     hot, cold = torch.tensor([1, 2]), torch.tensor([3])
     store.pull(cold)
     store.push(cold, torch.ones(1, DIM), distinct=True)
@@ -84,12 +84,12 @@ def test_rows_untouched_for_n_updates_are_evicted_with_their_state() -> None:
 def test_a_restored_store_continues_exactly_as_the_uninterrupted_one(
     tmp_path: Path, evict_after: int | None
 ) -> None:
-    whole = RowStore(DIM, INIT, get("adam"), evict_after=evict_after, chunk_rows=1024)
+    whole = RowStore(DIM, INIT, create("adam"), evict_after=evict_after, chunk_rows=1024)
     _train(whole, range(30))
     torch.save(whole.state_dict(), tmp_path / "shard.pt")
     expected = _train(whole, range(30, 45))
 
-    restored = RowStore(DIM, INIT, get("adam"), evict_after=evict_after, chunk_rows=1024)
+    restored = RowStore(DIM, INIT, create("adam"), evict_after=evict_after, chunk_rows=1024)
     restored.load_state_dict(torch.load(tmp_path / "shard.pt", weights_only=False))
     assert restored.steps == 30
     got = _train(restored, range(30, 45))
@@ -99,14 +99,14 @@ def test_a_restored_store_continues_exactly_as_the_uninterrupted_one(
 
 
 def test_a_checkpoint_of_another_table_is_refused() -> None:
-    store = RowStore(DIM, INIT, get("adam"))
+    store = RowStore(DIM, INIT, create("adam"))
     with pytest.raises(ValueError, match="checkpoint holds dim 4 rows for adam"):
-        RowStore(8, INIT, get("adam")).load_state_dict(store.state_dict())
+        RowStore(8, INIT, create("adam")).load_state_dict(store.state_dict())
 
 
 def test_a_table_the_model_initialised_itself_gives_its_own_first_rows() -> None:
     weight = torch.randn(50, DIM)
-    store = RowStore(DIM, WeightRows(weight), get("sgd", lr=1.0))
+    store = RowStore(DIM, WeightRows(weight), create("sgd", lr=1.0))
     ids = torch.tensor([3, 49])
     assert torch.equal(store.pull(ids), weight[ids])
     store.push(ids, torch.ones(2, DIM), distinct=True)
