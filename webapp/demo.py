@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
+from heterps_core.registry import Registry
 from webapp.projects.models import Project
 
 DEMO_PROJECT = "Demo"
@@ -20,7 +21,6 @@ LOADER_MODULES = [
     "webapp.modelzoo.demo",
     "webapp.planning.demo",
 ]
-LOADERS: list[type[DemoLoader]] = []
 
 
 class DemoLoader:
@@ -31,10 +31,12 @@ class DemoLoader:
         raise NotImplementedError
 
 
+# A registry of classes, in registration order (the order they load in).
+LOADERS: Registry[type[DemoLoader]] = Registry("demo loader", ordered=True)
+
+
 def register(cls: type[DemoLoader]) -> type[DemoLoader]:
-    if cls not in LOADERS:
-        LOADERS.append(cls)
-    return cls
+    return LOADERS.register(cls)
 
 
 def demo_wanted(mode: str, env: Mapping[str, str], asked: bool | None = None) -> bool:
