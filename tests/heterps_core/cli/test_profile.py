@@ -187,6 +187,7 @@ def test_profile_refuses_figures_timed_while_others_held_the_cores(tmp_path, cap
     assert provenance["profile"]["cpu_use"]["held"] > 0.15
 
 
+@pytest.mark.slow
 def test_profile_shows_and_stores_each_figures_spread(tmp_path):
     out = tmp_path / "instance.json"
     # Its own process: --include-local times the loopback between two spawned processes,

@@ -44,6 +44,7 @@ def test_the_published_size_is_the_readme_configuration():
     assert dense == bottom + top
 
 
+@pytest.mark.slow
 def test_estimate_of_the_published_dlrm_grows_with_batch_and_precision():
     catalogue = default_catalogue()
     v100 = catalogue.get("gpu-v100")

@@ -27,6 +27,8 @@ from heterps_core.cli import main
 from heterps_core.generate import random_instance, stress_instance
 from heterps_core.rl.planner import RLResult, plan_with_rl
 
+# Seconds each, with CPU hogs of their own: kept out of `make test-fast`'s parallel lane.
+pytestmark = pytest.mark.slow
 HOGS = 2
 
 
