@@ -45,11 +45,11 @@ from heterps_core.schedulers.stage_classes import CLASS_STEPS, ClassSearch
 # How many distinct chains of the bounds get their units re-chosen exactly (upper bounds).
 _ALLOCATIONS = 20
 # Work the first label DP (and a chain's re-chosen units) may do before it is abandoned:
-# labels looked at, plus a few per batch of them (a batch costs about that many
-# labels' time). On the 64 x 6 grid the instances the DP solved in under 0.2 s looked at
-# up to about 40,000 labels, those it took 0.2-1.4 s on 100,000-600,000.
+# labels looked at, plus `label_search.CALL_WEIGHT` per batch of them. On the 64 x 6 grid
+# the instances the DP solved in under 0.2 s looked at up to about 40,000 labels, those it
+# took 0.2-1.4 s on 100,000-600,000.
 _TRIAL_LABELS = 20_000
-_CALL_WEIGHT = 20
+
 
 class ChoiceSearch(ClassSearch):
     """The stage problem for one parameter-server placement: bounds (`costmodels.v2.bounds`),
