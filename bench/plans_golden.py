@@ -1,7 +1,8 @@
 """Every scheduler's plan (and evaluate, pareto, explain, heterogeneity, band) as canonical JSON.
 
 Run before and after a change to the cost model or the solvers, then diff the two folders:
-the plans must be byte for byte the same. Solve times are dropped (they are measurements);
+the plans must be byte for byte the same. Solve times are dropped, and the times in RL's
+note replaced by T (they are measurements);
 every stochastic scheduler is seeded and runs on a work bound (no CPU budget), so the output
 depends on the code only.
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -33,6 +35,8 @@ from heterps_core.throughput_band import throughput_band  # noqa: E402
 SPEC = Path("/work/shared/spec/examples")
 DATA = ROOT / "tests/heterps_core/schedulers/data"
 TIMES = {"solve_time_s", "cpu_s", "wall_s"}
+# RL's note says how long its updates took: measurements too
+TIMED = re.compile(r"[0-9]+(\.[0-9]+)? (CPU-s|s wall)")
 SLOW = {"rl": {"updates": 3}}  # work-bounded: a few policy updates
 
 
@@ -105,6 +109,8 @@ def _clean(value: Any) -> Any:
         return {k: _clean(v) for k, v in value.items() if k not in TIMES}
     if isinstance(value, list):
         return [_clean(v) for v in value]
+    if isinstance(value, str):
+        return TIMED.sub(r"T \2", value)
     return value
 
 
