@@ -1,6 +1,8 @@
 """The launcher: starts a compiled job's processes, supervises them, and reports what they
 achieve. It only starts, polls and stops; `compile.py` turns the run config into the job
-spec, `assignment.py` holds the agent protocol, `heterps_core.processes` the process plumbing.
+spec, `assignment.py` hands agents their ranks, `drain.py` handles a spot notice,
+`failures.py` words a failure, `result.py` holds what comes back, and
+`heterps_core.processes` the process plumbing.
 
 One OS process per stage replica plus the parameter-server shards, all joined through a
 torch.distributed TCPStore held here. Local ranks are child processes (they die with the
