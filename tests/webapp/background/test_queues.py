@@ -58,7 +58,7 @@ def process_workers(queues: tuple[str, str], tmp_path: Path) -> Iterator[None]:
     if not (os.environ.get("DATABASE_URL") and os.environ.get("REDIS_URL")):
         pytest.skip("the production workers need DATABASE_URL and REDIS_URL")
     from django.db import connection
-    from fault_helpers import start_worker, subprocess_env, wait_for, worker_ready
+    from fault_helpers import start_worker, subprocess_env, worker_ready
 
     db = connection.settings_dict
     url = (f"postgresql://{db['USER']}:{db['PASSWORD'] or ''}@{db['HOST']}:"
@@ -66,7 +66,7 @@ def process_workers(queues: tuple[str, str], tmp_path: Path) -> Iterator[None]:
     env = subprocess_env(tmp_path, DATABASE_URL=url)
     workers = [start_worker(env, queue, tmp_path / f"{queue}.log") for queue in queues]
     for worker in workers:
-        wait_for(lambda w=worker: worker_ready(w), 90, "a worker to be ready")
+        wait_until(lambda w=worker: worker_ready(w), 90, "a worker to be ready")
     yield
     for worker in workers:
         worker.kill_group()

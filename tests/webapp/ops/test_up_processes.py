@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from tests.waiting import wait_until
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "workers"))
 from fault_helpers import (
     REPO,
@@ -24,7 +26,6 @@ from fault_helpers import (
     server_up,
     start_server,
     subprocess_env,
-    wait_for,
 )
 
 pytestmark = [pytest.mark.slow]
@@ -65,8 +66,8 @@ def test_processes_share_the_port_and_stop_together(tmp_path: Path,
     try:
         for sig in (signal.SIGTERM, signal.SIGKILL):
             server = start_server(env, port, tmp_path / "server.log", "--processes", "2")
-            wait_for(lambda s=server: server_up(s, port), 120, "the server")
-            others = wait_for(lambda s=server: _children(s.pid), 30, "the second process")
+            wait_until(lambda s=server: server_up(s, port), 120, "the server")
+            others = wait_until(lambda s=server: _children(s.pid), 30, "the second process")
             assert len(others) == 1
             for _ in range(20):  # a new connection each: the kernel spreads them
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10) as r:
@@ -75,7 +76,7 @@ def test_processes_share_the_port_and_stop_together(tmp_path: Path,
             start = time.monotonic()
             server.popen.wait(30)
             # SIGTERM: the first stops the others; SIGKILL: they die with it (PDEATHSIG).
-            wait_for(lambda o=others: live(o) == [], 10, "the other server process to exit")
+            wait_until(lambda o=others: live(o) == [], 10, "the other server process to exit")
             gone_s = time.monotonic() - start
             print(f"{signal.Signals(sig).name}: all server processes gone in {gone_s:.1f} s")
             assert gone_s < 10
