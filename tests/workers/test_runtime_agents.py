@@ -206,6 +206,7 @@ def machines(
     assert live_processes(f"-{tag}@") == []
 
 
+@pytest.mark.slow  # two agent machines (Celery workers) start for it: about 15 s
 @pytest.mark.production
 def test_serving_names_the_types_a_live_worker_takes_agents_for(
     machines: tuple[Celery, list[str]],
