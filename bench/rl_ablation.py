@@ -26,7 +26,8 @@ sys.path.insert(0, str(ROOT))
 
 from heterps_core.generate import random_instance  # noqa: E402
 from heterps_core.rl.policy import LayerPolicy, PolicyConfig  # noqa: E402
-from heterps_core.rl.training import TrainConfig, train_on_instance  # noqa: E402
+from heterps_core.rl.settings import RLTrainConfig as TrainConfig  # noqa: E402
+from heterps_core.rl.training import train_on_instance  # noqa: E402
 from heterps_core.schedulers.exact import exact_plan  # noqa: E402
 
 CONFIGS: dict[str, tuple[str, dict[str, object], float]] = {

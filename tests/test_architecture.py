@@ -60,7 +60,7 @@ EXECUTION_SIZE_LIMIT = 300
 EXECUTION_SIDE = (
     "heterps_core/runtime/", "heterps_core/dataparallel/", "heterps_core/ps/",
     "heterps_core/rendezvous.py", "heterps_core/processes.py", "heterps_core/agents.py",
-    "heterps_core/cli/run", "heterps_core/cli/remote", "workers/",
+    "heterps_core/cli/run", "heterps_core/cli/remote", "heterps_core/cli/client", "workers/",
 )
 
 

@@ -1,8 +1,8 @@
 """The `job-run` work kind: executes one run of a job with the job's runner.
 
-Every sample the runner hands over is stored as a `JobMetric` row and published through the
-generic progress channel (its `metrics` are the sample), so the job page's websocket gets
-it after the commit (`runners.RunContext.store`). A cancel asked for on the work record sets
+Every sample the runner hands over is stored once (a `JobMetric` row and the job's totals)
+and published once, after the commit, as a typed `job.sample` event
+(`runners.RunContext.store` -> `records.store_sample`). A cancel asked for on the work record sets
 the context's stop event, which the runner's executor polls.
 """
 

@@ -13,8 +13,7 @@ from django.core.exceptions import PermissionDenied
 from heterps_core.instance import Instance
 from webapp.background import services as work_services
 from webapp.background.models import Status
-from webapp.costs import accrual
-from webapp.jobs import measured, replan, services
+from webapp.jobs import accrual, measured, replan, services
 from webapp.jobs.models import Job, JobMetric, MeasuredStage, Replan
 from webapp.jobs.services import RunOptions
 

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from heterps_core import zoo
-from webapp.ops.demo import load_demo
 from webapp.modelzoo.models import RegisteredModel
+from webapp.ops.demo import load_demo
 from webapp.planning.models import Cluster
 
 pytestmark = pytest.mark.django_db
