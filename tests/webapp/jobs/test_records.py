@@ -3,6 +3,7 @@ after the commit, as a typed `job.sample` event; the work record keeps progress 
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -21,15 +22,23 @@ from webapp.jobs.records import sample_group
 from webapp.jobs.services import RunOptions
 
 pytestmark = pytest.mark.django_db(transaction=True)
+# The run has ended before the test reads: every message is queued already.
+QUIET_S = 1.0
 
 
 def _received(layer: Any, channel: str) -> list[dict[str, Any]]:
-    # The in-memory layer: what is queued for `channel` now, without waiting.
-    queue = layer.channels.get(channel)
-    messages = []
-    while queue is not None and not queue.empty():
-        messages.append(queue.get_nowait()[1])
-    return messages
+    """Everything queued for `channel` once the run is over, through the layer's own
+    `receive` (in-memory or Redis alike): read until nothing more arrives for a while."""
+
+    async def drain() -> list[dict[str, Any]]:
+        messages = []
+        while True:
+            try:
+                messages.append(await asyncio.wait_for(layer.receive(channel), QUIET_S))
+            except TimeoutError:
+                return messages
+
+    return async_to_sync(drain)()
 
 
 @pytest.mark.slow
