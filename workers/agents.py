@@ -32,9 +32,6 @@ from webapp.background.broker import (  # noqa: F401  (the same)
 )
 from workers.app import app
 
-TASK_NAME = RUNTIME_TASK
-PROFILE_TASK_NAME = PROFILE_TASK
-
 
 class AgentFailed(RuntimeError):
     """An agent could not serve its job; the message is what the task result shows."""
@@ -42,7 +39,7 @@ class AgentFailed(RuntimeError):
 
 # Acked on receipt, not late: an agent belongs to one live job, so redelivering it after a
 # worker crash would only join a store that is gone (and wait out its join timeout).
-@app.task(bind=True, name=TASK_NAME, acks_late=False, track_started=True)
+@app.task(bind=True, name=RUNTIME_TASK, acks_late=False, track_started=True)
 def runtime_agent(
     self: Task,
     coordinator: str,
@@ -74,7 +71,7 @@ def runtime_agent(
 
 # Acked on receipt: a redelivered measurement after a crash would answer a wait that has
 # moved on (the web side falls back to the roofline at its timeout).
-@app.task(bind=True, name=PROFILE_TASK_NAME, acks_late=False)
+@app.task(bind=True, name=PROFILE_TASK, acks_late=False)
 def profile_agent(self: Task, run_id: int, origin_id: int) -> dict[str, object]:
     """Time profile run `run_id`'s model on this machine for the resource type of its
     origin row `origin_id`; ids only, both checked (a run or row gone is answered, not

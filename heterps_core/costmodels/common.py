@@ -79,3 +79,13 @@ def prefix(values: Sequence[float]) -> list[float]:
     for v in values:
         out.append(out[-1] + v)
     return out
+
+
+def job_length(instance: Instance, throughput: float,
+               cost_per_hour: float) -> tuple[float | None, float | None]:
+    """(hours, total $) of training the instance's `samples` at `throughput`; (None, None)
+    when the instance gives no sample count (§4)."""
+    if instance.samples is None:
+        return None, None
+    hours = instance.samples / throughput / 3600
+    return hours, cost_per_hour * hours

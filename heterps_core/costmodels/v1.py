@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from heterps_core.costmodels.base import CostModel, Options, UnitRun
-from heterps_core.costmodels.common import check_assignment, stages_of
+from heterps_core.costmodels.common import check_assignment, job_length, stages_of
 from heterps_core.instance import Instance
 from heterps_core.plan import Plan, ServerPlacement, Stage
 
@@ -95,10 +95,7 @@ def feasible_plan(
     """Totals (§4) for stages that are all provisioned."""
     cost = sum((s.units or 0) * instance.resource(s.resource).price_per_hour for s in stages)
     throughput = min(s.throughput or 0.0 for s in stages)
-    hours = total = None
-    if instance.samples is not None:
-        hours = instance.samples / throughput / 3600
-        total = cost * hours
+    hours, total = job_length(instance, throughput, cost)
     return Plan(
         scheduler=scheduler,
         feasible=True,

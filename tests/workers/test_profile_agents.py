@@ -25,6 +25,9 @@ from typing import Any
 import pytest
 from django.db import connection
 
+from heterps_core.agents import RUNTIME_TASK as TASK_NAME
+from heterps_core.agents import queue_for
+from webapp.background.broker import serving
 from webapp.background.models import Status, Work
 from webapp.background.services import cancel_work, run_work
 from webapp.catalogue.models import ResourceType
@@ -32,7 +35,6 @@ from webapp.modelzoo.services import add_factory_model, add_zoo_model
 from webapp.planning.services import build_request_instance, create_cluster
 from webapp.profiling import services
 from webapp.profiling.models import LayerResult, Origin, ResourceProfile
-from workers.agents import TASK_NAME, queue_for, serving
 
 REPO = Path(__file__).resolve().parents[2]
 FACTORY = "heterps_core.zoo.examples.tabular:tabular_ctr"

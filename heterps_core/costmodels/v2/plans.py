@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from heterps_core.costmodels.base import Options, UnitRun
-from heterps_core.costmodels.common import check_assignment, stages_of
+from heterps_core.costmodels.common import check_assignment, job_length, stages_of
 from heterps_core.costmodels.v2.chain_search import allocate
 from heterps_core.costmodels.v2.labels import Solution, better_total, turns_rate
 from heterps_core.costmodels.v2.server import Choice, server_choices
@@ -109,10 +109,7 @@ def build_plan(
     throughput = min(ahead, turns, server.throughput if server else math.inf)
     cost = sum(units * instance.resource(res).price_per_hour for _, _, res, units in runs)
     cost += server.cost_per_hour if server else 0.0
-    hours = total_cost = None
-    if instance.samples is not None:
-        hours = instance.samples / throughput / 3600
-        total_cost = cost * hours
+    hours, total_cost = job_length(instance, throughput, cost)
     return Plan(
         scheduler=scheduler,
         feasible=True,
