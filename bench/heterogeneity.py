@@ -38,7 +38,7 @@ sys.path.insert(0, str(REPO))
 from heterps_core import zoo  # noqa: E402
 from heterps_core.hardware import default_catalogue  # noqa: E402
 from heterps_core.heterogeneity import Heterogeneity, compare, stage_bounds  # noqa: E402
-from heterps_core.instance import SCHEMA_VERSION_2, Instance  # noqa: E402
+from heterps_core.instance import SCHEMA_VERSION, Instance  # noqa: E402
 from heterps_core.plan import Plan  # noqa: E402
 from heterps_core.profiler import ProfileOptions, profile_zoo_model  # noqa: E402
 from heterps_core.profiler.instance_builder import BuiltInstance, build_instance  # noqa: E402
@@ -89,7 +89,7 @@ def main() -> int:
     sweeps: list[Sweep] = []
     for name in names:
         built = build(name, args.size, args.repeats)
-        variants = {SERVER: with_server(built), NO_SERVER: built.instance}
+        variants = {SERVER: built.instance, NO_SERVER: without_server(built.instance)}
         for variant, instance in variants.items():
             for sync in SYNCS:
                 sweeps.append(sweep(name, variant, instance.as_v2(sync), built, points))
@@ -114,16 +114,17 @@ def build(name: str, size: str, repeats: int) -> BuiltInstance:
     return build_instance(profile, default_catalogue(), 1.0, name=f"{name}-{size}")
 
 
-def with_server(built: BuiltInstance) -> Instance:
-    """v2 with the server role `profile --include-local` writes (without the local types):
-    every CPU kind may host the shards, the sparse layers' rows pulled and pushed per batch;
-    no `row_s` (no shard measured): the server is priced by its network."""
-    data = built.instance.to_dict()
-    data["version"] = SCHEMA_VERSION_2
-    for item, layer in zip(data["layers"], built.profile.layers, strict=True):
-        item["sparse_pull_mb"] = item["sparse_push_mb"] = layer.sparse_bytes / 2 / 1e6
-    hosts = [r["name"] for r in data["resources"] if r["kind"] == "cpu"]
-    data["parameter_server"] = {"hosts": hosts, "row_s": {}}
+def without_server(instance: Instance) -> Instance:
+    """The v1 reading of a profiled instance: no server role, each table split over the
+    units of its stage. (The builder gives a model with sparse tables the role `heterps
+    profile` writes: every CPU kind may host the shards, priced by its network, no `row_s`.)"""
+    data = instance.to_dict()
+    data["version"] = SCHEMA_VERSION
+    for key in ("parameter_server", "sync", "micro_batches"):
+        data.pop(key, None)
+    for item in data["layers"]:
+        for key in ("sparse_pull_mb", "sparse_push_mb", "sparse_rows"):
+            item.pop(key, None)
     return Instance.from_dict(data)
 
 

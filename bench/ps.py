@@ -6,6 +6,14 @@
     .venv/bin/python bench/ps.py scale [--steps 100]
     .venv/bin/python bench/ps.py profile [--steps 600] [--label before] [--rate 100]
     .venv/bin/python bench/ps.py cache [--steps 200] [--repeats 2] [--rows 100000] [--staleness 2]
+    .venv/bin/python bench/ps.py messages [--old /tmp/ps-old] [--rounds 3] [--messages 200] [--spy]
+
+`messages`: one shard's time per message on CTR-DNN `small` traffic (26 tables, dim 10,
+mini-batches of 1,000: each table's distinct ids of a mini-batch), async, one thread, as
+its server calls it: a pull (every table's rows, one flat reply) and a push (one update of
+every table) per mini-batch, for SGD, Adagrad and Adam. With `--old DIR` (a `git worktree`
+of an earlier commit) the same messages go through that tree's code too, in alternated
+rounds of one process per tree; `--spy` adds a py-spy profile of each.
 
 `memory`: CTR-DNN `production` (26 fields x 60M rows, dim 10: 62 GB of rows if they all
 existed), an embedding stage + a dense stage (one unit each, async), sparse Adam on the
@@ -52,7 +60,9 @@ import numpy as np
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+# The code measured: this tree, or another checkout (`messages --old`: the runs of that tree).
+CODE = Path(os.environ.get("HETERPS_BENCH_CODE", ROOT))
+sys.path.insert(0, str(CODE))
 
 from heterps_core.costmodel import evaluate  # noqa: E402
 from heterps_core.instance import Instance  # noqa: E402
@@ -488,6 +498,178 @@ def _spy_version() -> str:
     return done.stdout.split()[-1]
 
 
+# --- messages: one shard's pull and push per mini-batch ---------------------------------------
+
+SPY_RATE = 250
+
+
+def _traffic(messages: int, dim: int, seed: int = 0) -> list[list[tuple[int, torch.Tensor,
+                                                                        torch.Tensor]]]:
+    """Per mini-batch of CTR-DNN `small` (batch 1,000): (table, distinct ids, gradient rows)."""
+    from heterps_core.zoo.data import indexed_batches
+
+    model = CtrDnn()
+    config = model.config("small")
+    gen = torch.Generator().manual_seed(seed)
+    out = []
+    for _, (inputs, _) in zip(range(messages), indexed_batches(model, config, 1000),
+                              strict=False):
+        sparse = inputs["sparse"]
+        ids = [sparse[:, t].unique() for t in range(sparse.shape[1])]
+        out.append([(t, i, torch.randn(i.numel(), dim, generator=gen) * 1e-2)
+                    for t, i in enumerate(ids)])
+    return out
+
+
+def _serve_messages(shard: Any, traffic: list[Any]) -> tuple[list[float], list[float]]:
+    """What a shard's server does per mini-batch: answer the pull (one flat reply), apply
+    the push. Uses the one-pass calls where the code has them, else the tables one by one
+    (what the server did before them)."""
+    many = hasattr(shard, "pull_many")
+    pulls, pushes = [], []
+    for parts in traffic:
+        asked = [(t, ids) for t, ids, _ in parts]
+        t0 = time.perf_counter()
+        if many:
+            shard.pull_many(asked)
+        else:
+            torch.cat([shard.pull(t, ids).reshape(-1) for t, ids in asked])
+        t1 = time.perf_counter()
+        if many:
+            shard.push_many(0, parts)
+        else:
+            for t, ids, grads in parts:
+                shard.push(t, 0, ids, grads)
+        pulls.append(t1 - t0)
+        pushes.append(time.perf_counter() - t1)
+    return pulls, pushes
+
+
+def _messages_run(optimizer: str, messages: int, warmup: int, out: str) -> None:
+    """One process, one tree (`HETERPS_BENCH_CODE`): time per message of each kind."""
+    from heterps_core.ps.shard import Shard, TableSpec
+
+    torch.set_num_threads(1)
+    dim = CtrDnn().config("small").embedding_dim
+    traffic = _traffic(warmup + messages, dim)
+    shard = Shard([TableSpec(dim, RowInit("normal", 0.01, seed=t), get(optimizer)())
+                   for t in range(N_SPARSE)], synchronous=False)
+    _serve_messages(shard, traffic[:warmup])  # rows of the hot head exist, as in a run
+    pulls, pushes = _serve_messages(shard, traffic[warmup:])
+    rows = sum(ids.numel() for parts in traffic[warmup:] for _, ids, _ in parts) / messages
+    Path(out).write_text(json.dumps({"pull": pulls, "push": pushes, "rows": rows,
+                                     "held": sum(shard.rows())}))
+
+
+def _one(code: Path, optimizer: str, messages: int, warmup: int, spy: Path | None = None
+         ) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="h-ps-msg-") as tmp:
+        out = Path(tmp) / "out.json"
+        cmd = [sys.executable, __file__, "_messages", "--optimizer", optimizer, "--messages",
+               str(messages), "--warmup", str(warmup), "--out", str(out)]
+        if spy is not None:
+            cmd = [str(Path(sys.executable).with_name("py-spy")), "record", "--format", "raw",
+                   "--rate", str(SPY_RATE), "-o", str(spy), "--", *cmd]
+        done = subprocess.run(cmd, capture_output=True, text=True,
+                              env={**os.environ, "HETERPS_BENCH_CODE": str(code)})
+        # py-spy 0.4 exits 1 ("No child process") after its child ended and the profile was
+        # written: the run's own output says whether it finished.
+        if not out.exists() or (spy is not None and not spy.exists()):
+            raise RuntimeError(f"{' '.join(cmd)} failed:\n{done.stderr[-2000:]}")
+        return json.loads(out.read_text())
+
+
+def _spy_shares(raw: Path) -> tuple[float, Counter[str], Counter[str]]:
+    """Samples in the timed loop (`_serve_messages`), with inclusive and self counts per
+    frame below it."""
+    incl: Counter[str] = Counter()
+    own: Counter[str] = Counter()
+    total = 0
+    for line in raw.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        frames = [_frame(f) for f in stack.split(";")]
+        if "_serve_messages" not in frames:
+            continue
+        body = frames[frames.index("_serve_messages") + 1:]
+        n = int(count)
+        total += n
+        own[body[-1] if body else "_serve_messages"] += n
+        for frame in set(body):
+            incl[frame] += n
+    return total, incl, own
+
+
+def bench_messages(old: Path | None, rounds: int, messages: int, warmup: int, spy: bool) -> str:
+    started = dt.datetime.now(dt.UTC)
+    load = _load()
+    trees = {"new": ROOT} if old is None else {"old": old, "new": ROOT}
+    optimizers = ("sgd", "adagrad", "adam")
+    got: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in range(rounds):
+        for optimizer in optimizers:
+            order = list(trees) if r % 2 == 0 else list(reversed(trees))  # alternated
+            for label in order:
+                got.setdefault((label, optimizer), []).append(
+                    _one(trees[label], optimizer, messages, warmup))
+            print(f"round {r + 1}/{rounds} {optimizer} done, load {_load()}", flush=True)
+
+    def ms(run: dict[str, Any], kind: str) -> float:
+        return 1e3 * float(np.median(run[kind]))
+
+    lines = ["| optimizer | code | pull ms / message | push ms / message | pull+push "
+             "| old / new (paired rounds) |", "|---|---|---:|---:|---:|---|"]
+    for optimizer in optimizers:
+        for label in trees:
+            runs = got[(label, optimizer)]
+            pull = min(ms(x, "pull") for x in runs)
+            push = min(ms(x, "push") for x in runs)
+            ratio = ""
+            if label == "new" and old is not None:
+                pairs = zip(got[("old", optimizer)], runs, strict=True)
+                ratios = [(ms(a, "pull") + ms(a, "push")) / (ms(b, "pull") + ms(b, "push"))
+                          for a, b in pairs]
+                ratio = ", ".join(f"{x:.2f}x" for x in ratios)
+            lines.append(f"| {optimizer} | {label} | {pull:.2f} | {push:.2f} "
+                         f"| {pull + push:.2f} | {ratio} |")
+    rows = got[("new", "adam")][0]["rows"]
+    text = (
+        "## Messages: one shard's pull and push per mini-batch\n\n"
+        f"Measured {started:%Y-%m-%d %H:%M} UTC with `python bench/ps.py messages"
+        f"{f' --old {old}' if old else ''} --rounds {rounds} --messages {messages}"
+        f"{' --spy' if spy else ''}`; load average at start {load}, at end {_load()} (2 cores "
+        "shared with other engineers' work: read the paired ratios, not the times).\n\n"
+        f"A shard holding CTR-DNN `small`'s 26 tables (dim 10), async, one thread, serves "
+        f"the messages of {messages} mini-batches of 1,000 (after {warmup} that create the "
+        f"hot rows): per mini-batch a pull of every table's distinct ids ({rows:,.0f} rows in "
+        "all, one flat reply) and a push of a gradient row for each (one optimiser update of "
+        "every table), as its server calls it. Median time per message over the mini-batches "
+        f"of a run, best of {rounds} runs; one process per run, the trees alternated. *old*: "
+        "the code before the one-pass shard, serving the tables one by one; *new*: "
+        "`Shard.pull_many` / `push_many`. Old / new: (old pull+push) / (new pull+push) of "
+        "each round.\n\n" + "\n".join(lines) + "\n"
+    )
+    if spy:
+        text += _messages_profile(trees, messages, warmup)
+    return text
+
+
+def _messages_profile(trees: dict[str, Path], messages: int, warmup: int) -> str:
+    lines = ["\n| code (Adam) | samples in the timed loop | inclusive (share) | self (share) |",
+             "|---|---:|---|---|"]
+    for label, code in trees.items():
+        with tempfile.TemporaryDirectory(prefix="h-ps-spy-") as tmp:
+            raw = Path(tmp) / "raw.txt"
+            _one(code, "adam", messages, warmup, spy=raw)
+            total, incl, own = _spy_shares(raw)
+        top = "; ".join(f"{f} {100 * c / total:.0f}%" for f, c in incl.most_common(12))
+        mine = "; ".join(f"{f} {100 * c / total:.0f}%" for f, c in own.most_common(8))
+        lines.append(f"| {label} | {total:,} | {top} | {mine} |")
+    return (f"\npy-spy {_spy_version()} (`record --format raw --rate {SPY_RATE}`), the Adam "
+            "run of each tree: the samples inside the timed loop, the frames below it "
+            "(inclusive: on the stack; self: innermost Python frame, torch's and numpy's C "
+            "code counted in the call that made it).\n" + "\n".join(lines) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="part", required=True)
@@ -512,12 +694,31 @@ def main() -> None:
     prof.add_argument("--steps", type=int, default=600)
     prof.add_argument("--label", default="before")
     prof.add_argument("--rate", type=int, default=100)
+    msgs = sub.add_parser("messages", help="one shard's time per pull and push message")
+    msgs.add_argument("--old", type=Path, default=None)
+    msgs.add_argument("--rounds", type=int, default=3)
+    msgs.add_argument("--messages", type=int, default=200)
+    msgs.add_argument("--warmup", type=int, default=100)
+    msgs.add_argument("--spy", action="store_true")
+    one = sub.add_parser("_messages")  # one run of `messages`, in the tree HETERPS_BENCH_CODE
+    one.add_argument("--optimizer", required=True)
+    one.add_argument("--messages", type=int, required=True)
+    one.add_argument("--warmup", type=int, required=True)
+    one.add_argument("--out", required=True)
     inner = sub.add_parser("_profiled")  # what `profile` runs under py-spy
     inner.add_argument("--steps", type=int, required=True)
     inner.add_argument("--out", required=True)
     args = parser.parse_args()
     if args.part == "_profiled":
         _profiled_run(args.steps, args.out)
+        return
+    if args.part == "_messages":
+        _messages_run(args.optimizer, args.messages, args.warmup, args.out)
+        return
+    if args.part == "messages":
+        write_section("messages", bench_messages(args.old, args.rounds, args.messages,
+                                                 args.warmup, args.spy))
+        print(f"wrote {DOC}")
         return
     if args.part == "cache":
         write_section("cache", bench_cache(args.steps, args.repeats, args.rows, args.staleness))

@@ -1,6 +1,8 @@
-"""Runtime benchmark: measured throughput vs the cost model's prediction, and vs a plain loop.
+"""Runtime benchmark: measured throughput vs the cost model's prediction, and vs a plain loop;
+with `--startup`, the start-up of `heterps run` (launch to first finished mini-batch).
 
     .venv/bin/python bench/runtime.py [--models ctr_dnn,deepfm] [--steps 200] [--out FILE]
+    .venv/bin/python bench/runtime.py --startup [--rounds 3] [--out FILE]
 
 For each model: profile every layer on this machine (one thread; forward + backward + its
 SGD update, fastest of several batches) and the gloo link between two processes (ping-pong
@@ -9,15 +11,25 @@ with the cost model (everything on one unit; embedding stage + dense stage, one 
 both bound to the local CPU), run each plan with the runtime in several sync modes and
 micro-batch counts, and run the plain single-process loop on the same model, data and batch
 size. Writes a markdown table.
+
+`--startup` runs `heterps run` (a real command, a fresh process each time) for jobs of 1, 2
+and 4 processes, with the job processes forked from the template (runtime/template.py) and
+as fresh interpreters (HETERPS_FORKSERVER=0), alternated, best of `--rounds`; the number is
+the command's own `command_startup_s`: from the command process's start to the first
+finished mini-batch (the launcher's first-sample metric). It writes only its section of the
+output file, between the markers below, and the throughput run keeps that section.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import os
 import platform
+import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +39,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.chain_plans import write_chain_plan  # noqa: E402
 from heterps_core.costmodel import evaluate  # noqa: E402
 from heterps_core.instance import Instance  # noqa: E402
 from heterps_core.profiler.local import runtime_step_seconds  # noqa: E402
@@ -266,7 +279,143 @@ def write(
         "",
     ]
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("\n".join(lines))
+    kept = startup_section(out.read_text()) if out.exists() else ""
+    out.write_text("\n".join(lines) + (f"\n{kept}\n" if kept else ""))
+
+
+# --- start-up: `heterps run` from launch to its first finished mini-batch --------------------
+
+STARTUP_BEGIN = "<!-- start-up: written by `python bench/runtime.py --startup` -->"
+STARTUP_END = "<!-- /start-up -->"
+# Every zoo model has sparse tables (a shard): the one-process job is a plain MLP factory.
+MLP = "heterps_bench_mlp:mlp"
+MLP_MODULE = '''from torch import nn
+
+
+def mlp():
+    return nn.Sequential(nn.Linear(13, 64), nn.ReLU(), nn.Linear(64, 1), nn.Flatten(0))
+
+
+mlp.example_input = "float32[256,13]"
+'''
+
+
+@dataclass(frozen=True)
+class StartupCase:
+    processes: int
+    label: str
+    model: str
+    stages: int
+    shards: int  # 0: the model has no sparse tables, so no parameter server
+
+
+STARTUP_CASES = (
+    StartupCase(1, "an MLP factory (`module:function`, no sparse tables), 1 stage", MLP, 1, 0),
+    StartupCase(2, "ctr_dnn, 1 stage + 1 parameter-server shard", "ctr_dnn", 1, 1),
+    StartupCase(4, "ctr_dnn, 2 stages (embedding / dense) + 2 shards", "ctr_dnn", 2, 2),
+)
+
+
+def startup_plan(case: StartupCase, size: str, folder: Path) -> Path:
+    """A v1 plan of `case.stages` one-unit stages for the model's layer chain."""
+    return write_chain_plan(case.model, size, case.stages, 64,
+                            folder / f"plan-{case.processes}.json")
+
+
+def startup_once(
+    case: StartupCase, plan: Path, size: str, steps: int, forked: bool, env: dict[str, str]
+) -> float:
+    """Seconds from the start of a `heterps run` process to its first finished mini-batch."""
+    command = [sys.executable, "-m", "heterps_core", "run", str(plan), "--model", case.model,
+               "--size", size, "--steps", str(steps), "--json"]
+    command += ["--ps-shards", str(case.shards)] if case.shards else []
+    env = dict(env, HETERPS_FORKSERVER="1" if forked else "0")
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT,
+                          timeout=1800)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed:\n{done.stderr}")
+    summary = json.loads(done.stdout)
+    assert len(summary["processes"]) == case.processes, summary["processes"]
+    return float(summary["command_startup_s"])
+
+
+def bench_startup(size: str, steps: int, rounds: int) -> dict[int, tuple[float, float]]:
+    """processes -> (best forked, best fresh), the two alternated on each round."""
+    best: dict[int, list[float]] = {c.processes: [float("inf")] * 2 for c in STARTUP_CASES}
+    with tempfile.TemporaryDirectory(prefix="heterps-startup-") as folder:
+        Path(folder, "heterps_bench_mlp.py").write_text(MLP_MODULE)
+        paths = os.pathsep.join(p for p in (folder, os.environ.get("PYTHONPATH")) if p)
+        env = dict(os.environ, PYTHONPATH=paths)
+        sys.path.insert(0, folder)  # for startup_plan's look at the model
+        plans = {c.processes: startup_plan(c, size, Path(folder)) for c in STARTUP_CASES}
+        for r in range(rounds):
+            for case in STARTUP_CASES:
+                for forked in ((True, False) if r % 2 == 0 else (False, True)):
+                    seconds = startup_once(case, plans[case.processes], size, steps, forked,
+                                           env)
+                    slot = best[case.processes]
+                    slot[0 if forked else 1] = min(slot[0 if forked else 1], seconds)
+                    print(f"round {r + 1}: {case.processes} processes, "
+                          f"{'template' if forked else 'fresh'}: {seconds:.1f} s "
+                          f"(load {os.getloadavg()[0]:.2f})", file=sys.stderr)
+    return {n: (a, b) for n, (a, b) in best.items()}
+
+
+def startup_section(text: str) -> str:
+    if STARTUP_BEGIN not in text or STARTUP_END not in text:
+        return ""
+    start = text.index(STARTUP_BEGIN)
+    return text[start : text.index(STARTUP_END) + len(STARTUP_END)]
+
+
+def write_startup(
+    best: dict[int, tuple[float, float]], out: Path, command: str, seconds: float,
+    loads: tuple[str, str], rounds: int,
+) -> None:
+    # The end's load counts the benchmark's own job processes; other work shows at the start.
+    under_load = float(loads[0].split()[0]) > 1.0
+    lines = [
+        STARTUP_BEGIN,
+        "## Start-up: `heterps run` to the first finished mini-batch",
+        "",
+        f"Measured {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC with `{command}` "
+        f"({seconds:.0f} s), {os.cpu_count()} CPU cores. Load average at start: {loads[0]}; "
+        f"at end: {loads[1]} (the benchmark's own processes)."
+        + (" **Taken under load** (other work shared the cores): a quiet machine is faster."
+           if under_load else ""),
+        "",
+        "Seconds from the start of the `heterps run` process to its first finished "
+        "mini-batch (its `--json` `command_startup_s`: the launcher's first-sample metric "
+        "plus what came before the launcher started counting), best of "
+        f"{rounds} runs, the two ways of starting alternated. *Template*: job processes "
+        "forked from a process that imported torch and the zoo once (runtime/template.py; "
+        "the default). *Fresh*: every job process a new interpreter importing torch "
+        "(`HETERPS_FORKSERVER=0`). Every job counts the parameter-server shards among its "
+        "processes; all bound to the local CPU, one thread each.",
+        "",
+        "| processes | job | template s | fresh interpreters s |",
+        "|---:|---|---:|---:|",
+    ]
+    for case in STARTUP_CASES:
+        forked, fresh = best[case.processes]
+        lines.append(f"| {case.processes} | {case.label} | {forked:.1f} | {fresh:.1f} |")
+    lines += ["", "Target (issue 23): under 10 s for 4 processes on a quiet machine.", STARTUP_END]
+    text = out.read_text() if out.exists() else ""
+    old = startup_section(text)
+    section = "\n".join(lines)
+    new = text.replace(old, section) if old else f"{text.rstrip()}\n\n{section}\n"
+    out.write_text(new)
+
+
+def main_startup(args: argparse.Namespace, command: str) -> int:
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    start = time.perf_counter()
+    best = bench_startup(args.size, args.startup_steps, args.rounds)
+    end = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    write_startup(best, Path(args.out), command, time.perf_counter() - start, (load, end),
+                  args.rounds)
+    print(startup_section(Path(args.out).read_text()))
+    return 0
 
 
 def main() -> int:
@@ -278,8 +427,13 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=15, help="profiled batches per layer")
     parser.add_argument("--rounds", type=int, default=3, help="runs per plan (best counts)")
     parser.add_argument("--out", default=str(ROOT / "docs" / "benchmarks" / "runtime.md"))
+    parser.add_argument("--startup", action="store_true",
+                        help="measure start-up of 1, 2 and 4 processes instead")
+    parser.add_argument("--startup-steps", type=int, default=4, help="steps of each start-up run")
     args = parser.parse_args()
     command = "python bench/runtime.py " + " ".join(sys.argv[1:])
+    if args.startup:
+        return main_startup(args, command.strip())
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     start = time.perf_counter()
     rows: list[Row] = []

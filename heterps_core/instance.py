@@ -51,7 +51,9 @@ _RESOURCE_FIELDS = {
     "memory_gb": True,
     "network_gbps": True,
     "provenance": False,  # where its figures come from (heterps_core/provenance.py)
+    "market": False,  # optional spot market (docs/cost-model.md "Spot markets")
 }
+_MARKET_FIELDS = {"spot_price": True, "interruptions_per_hour": True, "restart_s": True}
 _LAYER_FIELDS = {
     "name": True,
     "kind": True,
@@ -86,6 +88,21 @@ class ParameterServerRole:
 
 
 @dataclass(frozen=True)
+class SpotMarket:
+    """A resource type's spot (preemptible) offer: its price, how often a unit is interrupted
+    (per unit-hour) and the seconds a replacement unit takes to start and restore."""
+
+    spot_price: float
+    interruptions_per_hour: float
+    restart_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"spot_price": self.spot_price,
+                "interruptions_per_hour": self.interruptions_per_hour,
+                "restart_s": self.restart_s}
+
+
+@dataclass(frozen=True)
 class Resource:
     """A resource type: `count` identical units, each with its price, memory and network."""
 
@@ -97,6 +114,8 @@ class Resource:
     network_gbps: float
     # Where its compute figures come from; None in files written before tiers (unknown).
     provenance: ResourceProvenance | None = None
+    # Its spot offer; None: on-demand only (every file written before markets).
+    market: SpotMarket | None = None
 
     @property
     def bandwidth_bytes_per_s(self) -> float:
@@ -113,6 +132,8 @@ class Resource:
         }
         if self.provenance is not None:
             data["provenance"] = self.provenance.to_dict()
+        if self.market is not None:
+            data["market"] = self.market.to_dict()
         return data
 
 
@@ -191,6 +212,18 @@ class Instance:
     @property
     def resource_names(self) -> list[str]:
         return [r.name for r in self.resources]
+
+    @property
+    def has_markets(self) -> bool:
+        """Some resource has a spot offer: plans then record each stage's market."""
+        return any(r.market is not None for r in self.resources)
+
+    def on_demand(self) -> Instance:
+        """This instance with every spot offer removed: what the cluster costs on demand
+        (the plan page's spot saving is measured against its optimum)."""
+        from dataclasses import replace as copy_with
+
+        return self.replace(resources=tuple(copy_with(r, market=None) for r in self.resources))
 
     def with_target(self, throughput_target: float) -> Instance:
         return self.replace(throughput_target=throughput_target)
@@ -383,9 +416,22 @@ def _parse_resources(raw: Any) -> tuple[Resource, ...]:
                 provenance=(ResourceProvenance.from_dict(item["provenance"],
                                                          f"{where}.provenance")
                             if "provenance" in item else None),
+                market=_parse_market(item.get("market"), f"{where}.market"),
             )
         )
     return tuple(resources)
+
+
+def _parse_market(raw: Any, where: str) -> SpotMarket | None:
+    if raw is None:
+        return None
+    check_fields(raw, where, _MARKET_FIELDS)
+    return SpotMarket(
+        spot_price=bounded("spot_price", raw["spot_price"], f"{where}.spot_price"),
+        interruptions_per_hour=bounded("interruptions_per_hour", raw["interruptions_per_hour"],
+                                       f"{where}.interruptions_per_hour"),
+        restart_s=bounded("restart_s", raw["restart_s"], f"{where}.restart_s"),
+    )
 
 
 def _parse_layers(raw: Any, resource_names: set[str], v2: bool = False) -> tuple[Layer, ...]:

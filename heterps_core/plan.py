@@ -22,6 +22,10 @@ class Stage:
     # v2 only: the stage runs ahead of the rest (async, no dense weights), so its time does
     # not add to the stages that take turns. None in v1 plans.
     runs_ahead: bool | None = None
+    # Only when the instance has spot markets (None otherwise, and left out of the JSON):
+    # "spot" or "on-demand", and on spot the checkpoint interval in steps (Young/Daly).
+    market: str | None = None
+    checkpoint_every: int | None = None
 
     @property
     def first(self) -> int:
@@ -41,6 +45,9 @@ class Stage:
         }
         if self.runs_ahead is not None:
             data["runs_ahead"] = self.runs_ahead
+        if self.market is not None:
+            data["market"] = self.market
+            data["checkpoint_every"] = self.checkpoint_every
         return data
 
     @classmethod
@@ -52,6 +59,8 @@ class Stage:
             time_per_batch_s=data.get("time_per_batch_s"),
             throughput=data.get("throughput"),
             runs_ahead=data.get("runs_ahead"),
+            market=data.get("market"),
+            checkpoint_every=data.get("checkpoint_every"),
         )
 
 
@@ -108,6 +117,9 @@ class Plan:
     micro_batches: int | None = None
     parameter_server: ServerPlacement | None = None
     cost_model: int = 1  # 2: priced by the v2 model (sync mode, micro-batches, server)
+    # Only when the instance has spot markets: interruptions expected over the whole job
+    # (None without markets or without `samples`, and then left out of the JSON).
+    expected_interruptions: float | None = None
 
     def with_scheduler(self, scheduler: str, solve_time_s: float | None = None) -> Plan:
         return replace(
@@ -150,6 +162,8 @@ class Plan:
         }
         if self.notes:
             data["notes"] = list(self.notes)
+        if self.expected_interruptions is not None:
+            data["expected_interruptions"] = _round(self.expected_interruptions, 6)
         if self.cost_model == 2:
             data["cost_model"] = 2
             data["sync"] = self.sync
@@ -188,6 +202,7 @@ class Plan:
                     else None
                 ),
                 cost_model=int(data.get("cost_model", 1)),
+                expected_interruptions=data.get("expected_interruptions"),
             )
         except (KeyError, TypeError) as exc:
             raise InstanceError("plan", f"not a plan in the spec's format ({exc})") from exc

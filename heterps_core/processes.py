@@ -1,9 +1,11 @@
 """Child processes of both executors: spawn a module, stop them all, say how one ended.
 
-The pipeline launcher, its worker agents and the data-parallel process backend all start
-fresh interpreters (`python -m MODULE`, never fork: safe whatever threads the caller runs,
-and the caller's script is never re-imported) that die with their parent, and stop them
-the same way: SIGTERM, a grace period, then SIGKILL.
+The pipeline launcher, its worker agents and the data-parallel process backend start
+fresh interpreters (`python -m MODULE`, never a fork of the caller: safe whatever threads
+the caller runs, and the caller's script is never re-imported) that die with their parent,
+and stop them the same way: SIGTERM, a grace period, then SIGKILL. The launcher forks its
+job processes from a template process instead where it can (`runtime/template.py`); what it
+gets back is a `Process` like a Popen, so stopping works the same.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Protocol
 
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[1])
 STOP_GRACE_S = 2.0
@@ -27,18 +29,38 @@ STOP_GRACE_S = 2.0
 CancelHook = threading.Event | Callable[[], bool]
 
 
+class Process(Protocol):
+    """What the executors use of a child process: a Popen, or a template's `ForkedProcess`."""
+
+    pid: int
+    returncode: int | None
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+    def send_signal(self, sig: int) -> None: ...
+
+    def kill(self) -> None: ...
+
+
 def cancelled(hook: CancelHook | None) -> bool:
     if hook is None:
         return False
     return hook.is_set() if isinstance(hook, threading.Event) else bool(hook())
 
 
-def child_env(extra: Mapping[str, str] | None = None, loopback: bool = False) -> dict[str, str]:
-    """This process's environment with the project importable; `loopback` keeps gloo on lo."""
+def child_env(
+    extra: Mapping[str, str] | None = None, loopback: bool = False,
+    gloo_interface: str | None = None,
+) -> dict[str, str]:
+    """This process's environment with the project importable; gloo on `gloo_interface`
+    (`loopback`: lo) unless GLOO_SOCKET_IFNAME is set already (runtime/netif.py picks it)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
-    if loopback:
-        env.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    interface = "lo" if loopback else gloo_interface
+    if interface and not env.get("GLOO_SOCKET_IFNAME"):
+        env["GLOO_SOCKET_IFNAME"] = interface
     env.update(extra or {})
     return env
 
@@ -59,7 +81,7 @@ def spawn(
     )
 
 
-def stop_all(procs: Iterable[subprocess.Popen[bytes]], grace_s: float = STOP_GRACE_S) -> None:
+def stop_all(procs: Iterable[Process], grace_s: float = STOP_GRACE_S) -> None:
     """SIGTERM every live process, wait up to `grace_s` in all, then SIGKILL what is left."""
     procs = list(procs)
     for proc in procs:

@@ -8,11 +8,16 @@ band, `hardware.accuracy.ESTIMATE_ERROR_BAND`). The instance carries one
 written before it existed reads as `Tier.UNKNOWN`, never as measured.
 
 The record is built from the per-figure provenance the profiler keeps (`summarise`), so
-pages and the CLI compare figures by where they came from, never by resource names.
+pages and the CLI compare figures by where they came from, never by resource names. A
+measured record also says on which machine (`host`, a `this_host()` identity): a run's stage
+is compared like with like only when it ran on that machine and device
+(`runtime.throughput.is_substitute`).
 """
 
 from __future__ import annotations
 
+import re
+import socket
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -51,7 +56,44 @@ SHORT = {
 # How much a tier's figures can be trusted, for "the weakest figure of a type".
 _RANK = {Tier.HERE: 0, Tier.AGENT: 0, Tier.RUN: 0, Tier.GIVEN: 1, Tier.ESTIMATED: 2,
          Tier.UNKNOWN: 3}
-_FIELDS = {"tier": True, "device": False, "at": False, "band": False, "counts": False}
+_FIELDS = {"tier": True, "device": False, "at": False, "band": False, "counts": False,
+           "host": False}
+MEASURED = frozenset({Tier.HERE, Tier.AGENT, Tier.RUN})
+# Where a machine keeps its identity (systemd, then D-Bus); read once per process.
+MACHINE_ID_FILES = ("/etc/machine-id", "/var/lib/dbus/machine-id")
+_HOST: list[str] = []
+
+
+def this_host() -> str:
+    """This machine's identity, as measured figures and job processes record it:
+    `HOSTNAME#MACHINE-ID` (the first 12 characters of /etc/machine-id, else
+    /var/lib/dbus/machine-id), or the host name alone where neither exists. Stable across
+    processes and reboots; the machine id tells apart two machines given one host name, the
+    host name two containers started from one image (which share its machine id)."""
+    if not _HOST:
+        name = socket.gethostname()
+        for path in MACHINE_ID_FILES:
+            try:
+                with open(path, encoding="ascii") as f:
+                    machine = f.read().strip()
+            except (OSError, UnicodeDecodeError):
+                continue
+            if machine:
+                name = f"{name}#{machine[:12]}"
+                break
+        _HOST.append(name)
+    return _HOST[0]
+
+
+# A device label's device class: 'cpu (4 threads, ...)', 'cuda:0 (NVIDIA ...)', or an
+# agent's 'HOST: cpu (...)'; a host name such as 'cpu-node1' is not taken for one.
+_DEVICE = re.compile(r"(?:^|: )(cpu|cuda)(?=[\s:(,]|$)")
+
+
+def device_class(label: str) -> str:
+    """'cpu' or 'cuda' for what a measured record's device label names ('' for neither)."""
+    found = _DEVICE.findall(label.lower())
+    return found[-1] if found else ""
 
 
 def estimate_band() -> float:
@@ -73,10 +115,23 @@ class ResourceProvenance:
     at: str = ""
     band: float | None = None
     counts: tuple[tuple[str, int], ...] = ()  # hashable, like every Resource field
+    # The machine its figures were measured on (`this_host()`; "": not recorded, or its
+    # figures were measured on several machines or not measured at all).
+    host: str = ""
 
     @property
     def measured(self) -> bool:
-        return self.tier in (Tier.HERE, Tier.AGENT, Tier.RUN) and not self.counts
+        return self.tier in MEASURED and not self.counts
+
+    @property
+    def measured_on(self) -> tuple[str, str] | None:
+        """(host, device class) every figure of the type was measured on; None when that is
+        not known (estimated, given, mixed with either, or measured without a host)."""
+        tiers = {Tier(t) for t, _ in self.counts} or {self.tier}
+        device = device_class(self.device)
+        if not tiers <= MEASURED or not self.host or not device:
+            return None
+        return self.host, device
 
     @property
     def short(self) -> str:
@@ -112,6 +167,8 @@ class ResourceProvenance:
             data["band"] = self.band
         if self.counts:
             data["counts"] = dict(self.counts)
+        if self.host:
+            data["host"] = self.host
         return data
 
     def to_json(self) -> dict[str, Any]:
@@ -122,8 +179,8 @@ class ResourceProvenance:
     def from_dict(cls, raw: Any, where: str = "provenance") -> ResourceProvenance:
         check_fields(raw, where, _FIELDS)
         tier = _tier(raw["tier"], f"{where}.tier")
-        device, at = raw.get("device", ""), raw.get("at", "")
-        for name, value in (("device", device), ("at", at)):
+        device, at, host = raw.get("device", ""), raw.get("at", ""), raw.get("host", "")
+        for name, value in (("device", device), ("at", at), ("host", host)):
             if not isinstance(value, str):
                 raise InstanceError(f"{where}.{name}", "must be a string")
         band = raw.get("band")
@@ -137,7 +194,14 @@ class ResourceProvenance:
             if isinstance(n, bool) or not isinstance(n, int) or n < 1:
                 raise InstanceError(f"{where}.counts.{key}", f"must be a positive integer, "
                                                              f"got {n!r}")
-        return cls(tier, device, at, band, tuple(sorted(counts.items())))
+        return cls(tier, device, at, band, tuple(sorted(counts.items())), host)
+
+    @classmethod
+    def from_json(cls, raw: Any, where: str = "provenance") -> ResourceProvenance:
+        """A record as `to_json` wrote it (a plan's `--json`): its words are dropped."""
+        if isinstance(raw, dict):
+            raw = {k: v for k, v in raw.items() if k not in ("label", "measured")}
+        return cls.from_dict(raw, where)
 
 
 UNKNOWN = ResourceProvenance(Tier.UNKNOWN)
@@ -181,8 +245,12 @@ def summarise(figures: Iterable[Mapping[str, Any]]) -> dict[str, ResourceProvena
             device = f"roofline for {resource}"
         at = max(str(f.get("at") or "") for _, f in tagged)
         band = estimate_band() if Tier.ESTIMATED.value in counts else None
+        # One machine only when every figure names the same one.
+        hosts = {str(f.get("host") or "") for _, f in tagged}
+        host = hosts.pop() if len(hosts) == 1 else ""
         records[resource] = ResourceProvenance(
-            tier, device, at, band, tuple(sorted(counts.items())) if len(counts) > 1 else ())
+            tier, device, at, band, tuple(sorted(counts.items())) if len(counts) > 1 else (),
+            host)
     return records
 
 
@@ -242,3 +310,13 @@ def stamp(instance: _I, records: Mapping[str, ResourceProvenance]) -> _I:
 
 def to_json(records: Mapping[str, ResourceProvenance]) -> dict[str, dict[str, Any]]:
     return {name: record.to_json() for name, record in records.items()}
+
+
+def from_plan_json(data: Mapping[str, Any]) -> dict[str, ResourceProvenance]:
+    """The records a plan's JSON carries (`heterps plan --json`: its `provenance`); empty
+    for a plan without them."""
+    raw = data.get("provenance")
+    if not isinstance(raw, dict):
+        return {}
+    return {str(name): ResourceProvenance.from_json(record, f"provenance.{name}")
+            for name, record in raw.items()}

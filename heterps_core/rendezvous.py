@@ -12,6 +12,8 @@ protocol is written down once:
 | `exit/RANK` | agent | the exit code of a rank it ran |
 | `beat/RANK` | worker | a counter its heartbeat thread advances (runtime/liveness.py) |
 | `where/RANK` | worker | `{"pid", "host"}` of the process, for error messages |
+| `up/RANK` | worker | set once its start-up is over (it trains or serves) |
+| `checkpoint/RANK/SEQ`, `.../n` | worker | a part it wrote (step, size, hash, attempt); count |
 | `control/stop` | launcher | set once: every process stops |
 | `control/drain` | launcher, agent | why the job must stop early (a SIGTERM: a spot notice) |
 | `control/stop_at` | launcher | the step at which every stage checkpoints and ends |
@@ -65,6 +67,18 @@ def beat(rank: int) -> str:
 
 def where(rank: int) -> str:
     return f"where/{rank}"
+
+
+def up(rank: int) -> str:
+    return f"up/{rank}"
+
+
+def part_report(rank: int, seq: int) -> str:
+    return f"checkpoint/{rank}/{seq}"
+
+
+def part_reports(rank: int) -> str:
+    return f"checkpoint/{rank}/n"
 
 
 def agent_beat(index: int) -> str:

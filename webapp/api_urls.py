@@ -12,11 +12,13 @@ from webapp.jobs.api import JobViewSet
 from webapp.modelzoo.api import RegisteredModelViewSet
 from webapp.planning.api import ClusterViewSet, PlanningRequestViewSet, PlanResultViewSet
 from webapp.profiling.api import ProfileRunViewSet
-from webapp.projects.api import ProjectViewSet
+from webapp.projects.api import InvitationViewSet, MembershipViewSet, ProjectViewSet
 from webapp.rltraining.api import RLTrainingRunViewSet
 
 router = DefaultRouter()
 router.register("projects", ProjectViewSet, basename="project")
+router.register("memberships", MembershipViewSet, basename="membership")
+router.register("invitations", InvitationViewSet, basename="invitation")
 router.register("work", WorkViewSet, basename="work")
 router.register("resource-types", ResourceTypeViewSet, basename="resource-type")
 router.register("models", RegisteredModelViewSet, basename="model")

@@ -11,6 +11,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.http import QueryDict
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from heterps_core.errors import InstanceError
@@ -61,7 +62,18 @@ def api_number(name: str, **kwargs: Any) -> serializers.Field:
     if limit.integer:
         return serializers.IntegerField(min_value=int(limit.low), max_value=int(limit.high),
                                         error_messages=_range_messages(limit), **kwargs)
-    return FiniteFloatField(validators=[_check(limit)], **kwargs)
+    return _number_field(limit)(validators=[_check(limit)], **kwargs)
+
+
+def _number_field(limit: Limit) -> type[FiniteFloatField]:
+    """FiniteFloatField whose OpenAPI schema states the limit's range (the validator checks
+    it; a schema without it lets clients and fuzzers send values the API refuses)."""
+    schema: dict[str, Any] = {"type": "number", "format": "double", "minimum": limit.low,
+                              "maximum": limit.high}
+    if not limit.low_inclusive:
+        schema["exclusiveMinimum"] = True  # OpenAPI 3.0's form
+    field = type(f"{limit.name.title().replace('_', '')}Field", (FiniteFloatField,), {})
+    return extend_schema_field(schema)(field)
 
 
 def _range_messages(limit: Limit) -> dict[str, str]:

@@ -29,6 +29,11 @@ MODEL_FACTORIES = tuple(
 CSRF_TRUSTED_ORIGINS = [
     o.strip() for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()
 ]
+# Reverse proxies whose X-Forwarded-For names the client (comma-separated addresses or
+# networks); none by default, so a client cannot pick its own address (docs/accounts.md).
+HETERPS_TRUSTED_PROXY = tuple(
+    p.strip() for p in os.environ.get("HETERPS_TRUSTED_PROXY", "").split(",") if p.strip()
+)
 
 INSTALLED_APPS = [
     "daphne",
@@ -85,6 +90,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "webapp.accounts.signup.signup_open",  # the "Sign up" link
             ],
         },
     },
@@ -109,6 +115,20 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Mail (project invitations): SMTP with the EMAIL_* variables when EMAIL_HOST is set,
+# else printed on the server's console (the embedded default).
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "")
+EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND") or (
+    "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST
+    else "django.core.mail.backends.console.EmailBackend")
+EMAIL_PORT = int(os.environ.get("EMAIL_PORT", "25"))
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = environment.flag(os.environ, "EMAIL_USE_TLS", default=False)
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "heterps@localhost")
+INVITATION_DAYS = int(os.environ.get("HETERPS_INVITATION_DAYS", "7"))  # links expire after
+INVITATIONS_PER_DAY = int(os.environ.get("HETERPS_INVITATIONS_PER_DAY", "50"))  # per owner
+SIGNUP_OPEN = environment.flag(os.environ, "HETERPS_SIGNUP", default=False)  # self sign-up
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard:home"
 LOGOUT_REDIRECT_URL = "login"
@@ -137,7 +157,8 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # Error answers documented once for every operation (webapp/api_schema.py).
+    "DEFAULT_SCHEMA_CLASS": "webapp.api_schema.ApiAutoSchema",
     # Services' and the core's errors are 400s naming the field (webapp/api_errors.py).
     "EXCEPTION_HANDLER": "webapp.api_errors.exception_handler",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
@@ -152,6 +173,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # The documented body is JSON. Form bodies still parse (scripts sign in with
+    # `curl -d username=...`), but a form cannot say null or a number's type, so they are
+    # not offered as an equal way in.
+    "PARSER_WHITELIST": ["rest_framework.parsers.JSONParser"],
 }
 
 # HTTPS hardening: on by default in production mode (behind TLS), off for local http.

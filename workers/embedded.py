@@ -34,9 +34,10 @@ class EmbeddedWorker:
     controllers: list[WorkController]
     threads: list[threading.Thread]
 
-    def stop(self, timeout_s: float = 10.0) -> None:
-        """Stop consuming; wait up to `timeout_s` in all for the workers' threads.
-        Running work is told to stop first (`background.services.stop_local_work`).
+    def stop(self, timeout_s: float = 10.0) -> list[str]:
+        """Stop consuming; wait up to `timeout_s` in all for the workers' threads; returns
+        the names of those still running (a task that did not stop). Running work is told
+        to stop first, and nothing new starts (`background.leases.close_local`).
 
         Each worker leaves its loop from its own thread (Celery's shutdown flag, as
         `celery.contrib.testing` does): calling `WorkController.stop` from this thread would
@@ -52,11 +53,12 @@ class EmbeddedWorker:
             worker_state.should_stop = None
         stuck = [t.name for t in self.threads if t.is_alive()]
         if stuck:
-            log.warning("embedded Celery workers %s did not stop within %.0f s; they end with "
-                        "the process", ", ".join(stuck), timeout_s)
+            log.warning("embedded Celery workers %s did not stop within %.0f s",
+                        ", ".join(stuck), timeout_s)
             for controller in self.controllers:  # no longer consuming, at least
                 threading.Thread(target=controller.stop, kwargs={"in_sighandler": False},
                                  daemon=True).start()
+        return stuck
 
 
 def start(concurrency: int = 2, queues: tuple[str, ...] = QUEUES) -> EmbeddedWorker:

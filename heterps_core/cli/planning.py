@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, TextIO
 from heterps_core.budget import Stopwatch
 from heterps_core.cli import register
 from heterps_core.cli.base import Command
+from heterps_core.cli.caps import add_cap_arguments, cost_caps
+from heterps_core.cli.markets import market_lines
 from heterps_core.cli.output import (
     format_considered,
     format_explanation,
@@ -137,6 +139,7 @@ class PlanCommand(Command):
         parser.add_argument("--explain", action="store_true", help="why this plan, runner-ups")
         parser.add_argument("--json", action="store_true", help="print JSON")
         add_sync_arguments(parser)
+        add_cap_arguments(parser)
 
     def run(self, args: argparse.Namespace) -> int:
         from heterps_core.schedulers import create
@@ -151,7 +154,7 @@ class PlanCommand(Command):
             )
         options = {"seed": args.seed, "budget_s": args.budget_s, "pretrained": args.pretrained,
                    "policy_only": args.policy_only, "from_scratch": args.from_scratch,
-                   "updates": args.updates}
+                   "updates": args.updates, "caps": cost_caps(args)}
         if args.scheduler == ALL:
             if len(variants) > 1:
                 raise InstanceError("--sync", "auto is not available with --scheduler all")
@@ -172,10 +175,18 @@ class PlanCommand(Command):
                                   "explanation": explanation.to_dict()}, indent=2))
             else:
                 print_plan(instance, plan, as_json=False, heterogeneity=against)
+                print_markets(plan)
                 print(format_explanation(explanation))
             return 0
         print_plan(instance, plan, as_json=args.json, heterogeneity=against)
+        if not args.json:
+            print_markets(plan)
         return 0
+
+
+def print_markets(plan: Plan) -> None:
+    for line in market_lines(plan):
+        print(line)
 
 
 def _heterogeneity(instance: Instance, plan: Plan) -> Heterogeneity | None:
@@ -273,6 +284,8 @@ class EvaluateCommand(Command):
         plan = pick_sync([evaluate(v, assignment) for v in variants])
         instance = next((v for v in variants if v.sync == plan.sync), variants[0])
         print_plan(instance, plan, as_json=args.json)
+        if not args.json:
+            print_markets(plan)
         return 0
 
 

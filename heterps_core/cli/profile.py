@@ -101,8 +101,10 @@ class ProfileCommand(Command):
         parser.add_argument("--include-local", type=int, default=0, metavar="N",
                             help="add N identical resource types local-1..local-N measured "
                                  "on this machine as the runtime runs a stage (count = cores "
-                                 "/ --threads, network = measured loopback); writes a v2 "
-                                 "instance")
+                                 "/ --threads, network = measured loopback, the "
+                                 "parameter server's time per row timed on a real shard); "
+                                 "writes a v2 instance (as for every model with sparse "
+                                 "tables)")
         parser.add_argument("--target", type=argument("throughput_target"),
                             help="throughput target, samples/s")
         parser.add_argument("--samples", type=argument("samples"),

@@ -28,7 +28,7 @@ class TrainPolicyCommand(Command):
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        from heterps_core.rl.pretrained import DEFAULT_POOL, DEFAULT_UPDATES, SHIPPED_STEPS
+        from heterps_core.rl.settings import DEFAULT_POOL, DEFAULT_UPDATES, SHIPPED_STEPS
 
         parser.add_argument("--seed", type=int, default=0, help="training seed (default 0)")
         parser.add_argument(

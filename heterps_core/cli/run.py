@@ -1,18 +1,27 @@
 """`heterps run PLAN.json --model NAME --steps N`: execute a plan with the runtime.
 
-The arguments here; the run they ask for in run_config.py, what is printed in run_output.py
-(both imported inside `run`: they load torch).
+The arguments here; the input refused before torch loads in run_checks.py, the run they ask
+for in run_config.py, what is printed in run_output.py (imported inside `run`: they load
+torch). The job processes' template (runtime/template.py) starts right after the checks, so
+its imports overlap the command's own.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import socket
 import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from heterps_core.cli import register
 from heterps_core.cli.base import Command
 from heterps_core.limits import argument
+
+if TYPE_CHECKING:
+    from heterps_core.runtime.spec import JobSpec
 
 
 @register
@@ -36,10 +45,12 @@ class RunCommand(Command):
                             help="default: the model's own")
         parser.add_argument(
             "--micro-batches", type=int,
-            help="default: the plan's (cost model v2); v1 plans: 1, or 4 with several stages",
+            help="default: the plan's (cost model v2); v1 plans: 1, or 4 with --sync bsp and "
+            "several stages",
         )
         parser.add_argument(
-            "--sync", help="sync mode: async or bsp; default: the plan's (v2), else bsp"
+            "--sync", help="sync mode: async or bsp (the plain loop's exact losses); default: "
+            "the plan's (v2), else async (as a v1 plan is priced)"
         )
         parser.add_argument(
             "--reevaluate", metavar="INSTANCE.json",
@@ -115,14 +126,36 @@ class RunCommand(Command):
     def run(self, args: argparse.Namespace) -> int:
         import json
 
+        from heterps_core.cli.run_checks import refuse_bad_input
+        from heterps_core.runtime import template
+
+        refuse_bad_input(args)  # torch-free: bad input is refused in well under a second
+        template.prestart()  # imports torch for the job processes while we import it too
         from heterps_core.cli.run_config import run_config
-        from heterps_core.cli.run_output import ProgressLine, summary, summary_lines
+        from heterps_core.cli.run_output import (
+            ProgressLine,
+            plan_records,
+            summary,
+            summary_lines,
+        )
         from heterps_core.runtime.launcher import Launcher
 
-        config = run_config(args)
-        line = ProgressLine(sys.stderr)
-        launcher = Launcher(config, sink=line)
+        try:  # a run refused now leaves no template running in the caller's process
+            config = run_config(args)
+            line = ProgressLine(sys.stderr)
+            launcher = Launcher(config, sink=line)
+        except BaseException:
+            template.discard()
+            raise
+        priced = [s.checkpoint_every for s in config.plan.stages
+                  if isinstance(s.checkpoint_every, int) and s.checkpoint_every > 0]
+        if priced and args.checkpoint_dir is None and args.checkpoint_every is None:
+            print(f"heterps run: warning: the plan's spot stages checkpoint every {min(priced):,}"
+                  " steps, but without --checkpoint-dir nothing is checkpointed", file=sys.stderr)
         launcher.start()
+        if launcher.resume_notice:  # a damaged newest checkpoint: say which step runs instead
+            print(f"heterps run: warning: {launcher.resume_notice}", file=sys.stderr)
+        counting_from = time.time()  # where the launcher's metrics start (startup_s)
         if any(t.startswith("remote") for t in (r.target for r in launcher.spec.ranks)):
             port = launcher.address.rpartition(":")[2]
             # Agents on other machines need a name they can resolve, not the loopback address.
@@ -130,9 +163,44 @@ class RunCommand(Command):
             print(f"waiting for worker agents: --coordinator {host}:{port}", file=sys.stderr)
         result = launcher.wait()
         line.close()
+        first = result.last_sample.startup_s if result.last_sample else None
+        startup = None if first is None else counting_from + first - command_started()
         if args.json:
-            print(json.dumps(summary(config, result, launcher.spec, args.data), indent=2))
+            out = summary(config, result, launcher.spec, args.data, plan_records(args.plan))
+            out["command_startup_s"] = startup
+            out.update(checkpoint_record(args, launcher.spec, result.sealed_steps))
+            print(json.dumps(out, indent=2))
             return 0
         for text in summary_lines(config, result, launcher.spec):
             print(text)
+        record = checkpoint_record(args, launcher.spec, result.sealed_steps)
+        if record["checkpoint_every"] is not None:
+            sealed = ", ".join(str(step) for step in result.sealed_steps) or "none"
+            steps = "step" if len(result.sealed_steps) == 1 else "steps"
+            print(f"checkpoints every {record['checkpoint_every']:,} steps "
+                  f"(from {record['checkpoint_every_from']}); sealed at {steps} {sealed}")
+        if startup is not None:
+            print(f"first mini-batch {startup:.1f} s after the command started")
         return 0
+
+
+def command_started() -> float:
+    """This process's start (wall clock): the kernel's start time, in clock ticks since boot."""
+    ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+    age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+    return time.time() - age
+
+
+def checkpoint_record(
+    args: argparse.Namespace, spec: JobSpec, sealed: tuple[int, ...]
+) -> dict[str, object]:
+    """The checkpoint interval that ran and where it came from (`--checkpoint-every`, else
+    the plan's spot stages: runtime/compile.py), and every step this run sealed; a null
+    interval: the final checkpoint only, or no checkpoint directory."""
+    every = spec.checkpoint_every if spec.checkpoint_dir is not None else None
+    source = None
+    if every is not None:
+        source = "--checkpoint-every" if args.checkpoint_every is not None else (
+            "the plan's spot stages")
+    return {"checkpoint_every": every, "checkpoint_every_from": source,
+            "checkpoints_sealed": list(sealed)}

@@ -5,9 +5,12 @@ Imported by the command's `run` only, so `heterps --help` loads no torch.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, TextIO
 
+from heterps_core.provenance import ResourceProvenance, from_plan_json
 from heterps_core.runtime import sync
 from heterps_core.runtime.compile import RunConfig
 from heterps_core.runtime.metrics import MetricsSample
@@ -16,8 +19,16 @@ from heterps_core.runtime.spec import JobSpec
 from heterps_core.runtime.throughput import run_summary
 
 
-def summary(config: RunConfig, result: RunResult, spec: JobSpec, data: str) -> dict[str, Any]:
-    """The `--json` summary: the run's figures, the plan's, every process's peak memory."""
+def plan_records(path: str) -> dict[str, ResourceProvenance]:
+    """The provenance of the plan's types, as `heterps plan --json` wrote it into the plan
+    file (none: every stage is compared as a substitute)."""
+    return from_plan_json(json.loads(Path(path).read_text()))
+
+
+def summary(config: RunConfig, result: RunResult, spec: JobSpec, data: str,
+            records: Mapping[str, ResourceProvenance] | None = None) -> dict[str, Any]:
+    """The `--json` summary: the run's figures, the plan's, every process's peak memory;
+    `records`: the plan's types' provenance (substitute or like with like)."""
     plan, train = config.plan, config.train
     out = {
         "steps": result.steps,
@@ -33,16 +44,17 @@ def summary(config: RunConfig, result: RunResult, spec: JobSpec, data: str) -> d
         "cost": result.cost,
         "cost_per_hour": plan.cost_per_hour,
         "elapsed_s": result.elapsed_s,
-        "binding": result.binding,
+        "binding": full_binding(result.binding, spec),
         "checkpoint_step": result.checkpoint_step,
         "data": data,
         "held_out": result.held_out,  # every evaluation: step, samples, logloss, auc
         "optimizer": train.optimizer,
-        # every process's peak resident memory (a shard's rows)
+        # every process: its role, resource type, binding, peak resident memory (a shard's
+        # rows)
         "processes": process_rows(spec, result.process_stats),
     }
     # The one measured definition, stages next to the plan, the plan as it ran.
-    out.update(run_summary(result, train.batch_size, sync.get(train.sync).flushes))
+    out.update(run_summary(result, train.batch_size, sync.get(train.sync).flushes, records))
     return out
 
 
@@ -77,13 +89,33 @@ def summary_lines(config: RunConfig, result: RunResult, spec: JobSpec) -> list[s
 def process_rows(
     spec: JobSpec, stats: Mapping[int, Mapping[str, object]]
 ) -> list[dict[str, object]]:
-    """Every process with its peak resident memory (and a server shard's rows held)."""
+    """Every process: its role, the resource type it runs as and the target it is bound to,
+    its peak resident memory (and a server shard's rows held)."""
     rows = []
     for rank in spec.ranks:
-        entry: dict[str, object] = {"rank": rank.rank, "process": rank.describe()}
+        role = (f"ps shard {rank.replica}" if rank.role == "ps"
+                else f"stage {rank.stage + 1} replica {rank.replica}")
+        entry: dict[str, object] = {
+            "rank": rank.rank, "role": role,
+            # A shard of a plan that places no server runs as no type: null.
+            "resource": rank.resource or None, "binding": rank.target,
+            "process": rank.describe(),
+            # A shard served inside a stage's process (its memory is in that process's).
+            "in_process": rank.host >= 0,
+        }
         entry.update(stats.get(rank.rank, {}))
         rows.append(entry)
     return rows
+
+
+def full_binding(stages: Mapping[str, str], spec: JobSpec) -> dict[str, str]:
+    """resource type -> target of every type the run used: the stages' (as recorded), then
+    the parameter-server shards' type (the target its shards ran on)."""
+    out = dict(stages)
+    for rank in spec.ranks:
+        if rank.role == "ps" and rank.resource:
+            out.setdefault(rank.resource, rank.target)
+    return out
 
 
 def memory_line(rows: list[dict[str, object]]) -> str:
@@ -91,6 +123,9 @@ def memory_line(rows: list[dict[str, object]]) -> str:
     total = 0.0
     for row in rows:
         peak = row.get("peak_rss_bytes")
+        if row.get("in_process"):
+            parts.append(f"{row['process']}: {row.get('rows_held', 0):,} rows")
+            continue
         if not isinstance(peak, int | float):
             parts.append(f"{row['process']}: not reported")
             continue

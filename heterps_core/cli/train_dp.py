@@ -12,6 +12,8 @@ from heterps_core.cli.base import Command
 from heterps_core.errors import HeterPSError
 from heterps_core.limits import argument
 
+SGD_LR = 0.05  # train-dp's learning rate before it had other optimisers
+
 
 class _Usage(HeterPSError):
     """A command-line value that cannot be parsed."""
@@ -41,7 +43,13 @@ class TrainDataParallelCommand(Command):
                                  "backend: a sleep of (slowdown-1) x each step's compute)")
         parser.add_argument("--batch-size", type=argument("batch_size"), default=64,
                             help="per worker")
-        parser.add_argument("--lr", type=argument("lr"), default=0.05)
+        parser.add_argument("--optimizer", default="sgd",
+                            help="adam, adagrad or sgd (default): the dense layers' optimiser "
+                                 "on every worker and the tables' (lazily per row; on the "
+                                 "parameter server with --backend process)")
+        parser.add_argument("--lr", type=argument("lr"), default=None,
+                            help="learning rate of dense layers and tables (default 0.05 "
+                                 "with sgd, else the optimiser's default)")
         parser.add_argument("--steps", type=argument("steps"), default=None,
                             help="stop after this many local steps of all workers")
         parser.add_argument("--duration", type=float, default=None,
@@ -73,7 +81,13 @@ def _train(args: argparse.Namespace) -> int:
     from heterps_core import zoo
     from heterps_core.dataparallel import TrainConfig, event_to_dict, modes, train
     from heterps_core.dataparallel.events import EvalEvent, PhaseEvent, StragglerEvent
+    from heterps_core.ps import optim
 
+    if args.optimizer not in optim.names():
+        raise _Usage(f"--optimizer: must be one of {', '.join(sorted(optim.names()))}, "
+                     f"got {args.optimizer!r}")
+    lr = args.lr if args.lr is not None else (
+        SGD_LR if args.optimizer == "sgd" else optim.get(args.optimizer).default_lr)
     model = zoo.get(args.model)
     model_config = _model_config(model, args.size)
     mode = modes.create(args.mode, _params(args.param))
@@ -81,7 +95,7 @@ def _train(args: argparse.Namespace) -> int:
     duration = math.inf if args.duration is None else args.duration
     config = TrainConfig(
         workers=args.workers, slowdowns=_slowdowns(args.slowdowns), batch_size=args.batch_size,
-        lr=args.lr, duration_s=duration, max_steps=steps,
+        lr=lr, optimizer=args.optimizer, duration_s=duration, max_steps=steps,
         eval_every_s=args.eval_every or _eval_every(duration, args.backend),
         target_loss=args.target_loss,
         bandwidth_gbps=args.bandwidth_gbps, rebalance=args.rebalance, seed=args.seed,

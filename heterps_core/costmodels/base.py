@@ -17,6 +17,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from heterps_core.costmodels import market
 from heterps_core.costmodels.chain import ChainCosts
 from heterps_core.instance import Instance
 from heterps_core.plan import Plan, ServerPlacement
@@ -72,6 +73,14 @@ class CostModel(ABC):
         """The cheapest provisioning of one assignment: a plan, or an infeasible one with
         every reason."""
 
+    def evaluate_with_shards(self, assignment: Sequence[str], resource: str, shards: int,
+                             scheduler: str = "evaluate") -> Plan:
+        """`evaluate` with the parameter server fixed at `shards` shards of `resource` (a
+        run's `--ps-shards` override), or an infeasible plan saying why it cannot be. A model
+        without a server role has nothing to fix."""
+        return self.infeasible(scheduler, "the instance has no parameter-server role (its "
+                               "tables stay with their stage)", assignment)
+
     @abstractmethod
     def options(self, first: int, last: int, resource: str) -> Options | str:
         """The useful unit counts of layers first..last on `resource`, or why there is none."""
@@ -109,9 +118,13 @@ class CostModel(ABC):
         prov = chain.provision(shape)
         if prov.units is None:
             return prov.reason or "cannot be provisioned"
-        price = self.instance.resource(resource).price_per_hour
-        return StageCost(prov.units, prov.units * price,
+        return StageCost(prov.units, self.unit_cost(first, last, resource, prov.units),
                          shape.throughput(prov.units, self.instance.batch_size))
+
+    def unit_cost(self, first: int, last: int, resource: str, units: int) -> float:
+        """Expected $/h of the stage's `units` units in the cheaper market (market.py)."""
+        return market.pick(self.instance.resource(resource), units,
+                           market.state_gb(self.memory_split, first, last, units)).cost_per_hour
 
     def time_terms(self, first: int, last: int, resource: str, units: int,
                    server: ServerPlacement | None = None) -> dict[str, float]:

@@ -8,7 +8,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from heterps_core.costmodels import market
 from heterps_core.costmodels.base import CostModel, Options, UnitRun
+from heterps_core.costmodels.chain import ChainCosts
 from heterps_core.costmodels.common import check_assignment, job_length, stages_of
 from heterps_core.instance import Instance
 from heterps_core.plan import Plan, ServerPlacement, Stage
@@ -58,7 +60,8 @@ class StagewiseModel(CostModel):
                 stages=tuple(stages),
                 reason="; ".join(reasons),
             )
-        return feasible_plan(instance, tuple(assignment), tuple(stages), scheduler)
+        return feasible_plan(instance, tuple(assignment), tuple(stages), scheduler,
+                             self.memory_split)
 
     def options(self, first: int, last: int, resource: str) -> Options | str:
         found = self.stage(first, last, resource)
@@ -79,7 +82,8 @@ class StagewiseModel(CostModel):
                                 shape.time_per_batch(units),
                                 shape.throughput(units, self.instance.batch_size)))
         assignment = tuple(res for first, last, res, _ in runs for _ in range(first, last + 1))
-        return feasible_plan(self.instance, assignment, tuple(stages), scheduler)
+        return feasible_plan(self.instance, assignment, tuple(stages), scheduler,
+                             self.memory_split)
 
     def row_wait_s(self, first: int, last: int, resource: str,
                    server: ServerPlacement | None) -> float:
@@ -90,13 +94,15 @@ class StagewiseModel(CostModel):
 
 
 def feasible_plan(
-    instance: Instance, assignment: tuple[str, ...], stages: tuple[Stage, ...], scheduler: str
+    instance: Instance, assignment: tuple[str, ...], stages: tuple[Stage, ...], scheduler: str,
+    memory: market.MemorySplit | None = None,
 ) -> Plan:
-    """Totals (§4) for stages that are all provisioned."""
+    """Totals (§4) for stages that are all provisioned (at their markets, when the instance
+    has any; `memory`: the stages' memory split, from the instance when not given)."""
     cost = sum((s.units or 0) * instance.resource(s.resource).price_per_hour for s in stages)
     throughput = min(s.throughput or 0.0 for s in stages)
     hours, total = job_length(instance, throughput, cost)
-    return Plan(
+    plan = Plan(
         scheduler=scheduler,
         feasible=True,
         assignment=assignment,
@@ -106,3 +112,4 @@ def feasible_plan(
         hours=hours,
         total_cost=total,
     )
+    return market.with_markets(instance, plan, memory or ChainCosts(instance).memory_split)

@@ -8,6 +8,7 @@ from typing import Any
 
 from heterps_core.dataparallel.errors import DataParallelError
 from heterps_core.limits import limit
+from heterps_core.ps import optim
 
 # "emulated": one process, discrete-event clock (emulated.py). "process": one OS process per
 # worker plus this process as parameter server, on the wall clock (process/). The classes
@@ -30,7 +31,10 @@ class TrainConfig:
     slowdowns: tuple[float, ...] = ()
     batch_size: int = 256  # per worker at the start; the global batch is workers * batch_size
     lr: float = 0.05
-    momentum: float = 0.0
+    momentum: float = 0.0  # SGD only
+    # The optimiser of the dense layers (on each worker) and of the tables (on the parameter
+    # server with the process backend, lazily per row), a `heterps_core.ps.optim` name.
+    optimizer: str = "sgd"
     duration_s: float = math.inf
     max_steps: int | None = None
     eval_every_s: float = 1.0
@@ -64,6 +68,11 @@ class TrainConfig:
         _positive_int("batch_size", self.batch_size)
         _positive("lr", self.lr)
         _at_least_zero("momentum", self.momentum)
+        if self.optimizer not in optim.names():
+            raise DataParallelError("optimizer", f"must be one of {', '.join(optim.names())}, "
+                                    f"got {self.optimizer!r}")
+        if self.momentum and self.optimizer != "sgd":
+            raise DataParallelError("momentum", f"applies to sgd only, not {self.optimizer}")
         if not (self.duration_s > 0):
             raise DataParallelError("duration_s", f"must be > 0, got {self.duration_s}")
         if self.max_steps is not None:

@@ -58,7 +58,7 @@ def make_workers(zoo_model: ZooModel, model_config: ModelConfig, model: ChainMod
                  config: TrainConfig) -> list[Worker]:
     return [
         Worker(w, copy.deepcopy(model), shard_stream(zoo_model, model_config, config, 1 + w),
-               config.batch_size, config.lr, config.momentum)
+               config.batch_size, config.lr, config.momentum, config.optimizer)
         for w in range(config.workers)
     ]
 

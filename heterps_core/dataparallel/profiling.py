@@ -11,7 +11,6 @@ configured link (bytes / bandwidth + latency), since every worker shares this pr
 
 from __future__ import annotations
 
-import copy
 import statistics
 import time
 from collections.abc import Callable
@@ -52,10 +51,7 @@ def pooled(profiles: tuple[WorkerProfile, ...]) -> tuple[WorkerProfile, ...]:
 
 def profile_one(worker: Worker, config: TrainConfig, stream: ShardStream) -> WorkerProfile:
     """One worker's profile; the process backend's workers each call it for themselves."""
-    scratch = Worker(
-        worker.index, copy.deepcopy(worker.model), stream, worker.batch_size, config.lr,
-        config.momentum,
-    )
+    scratch = worker.scratch(stream)
     compute = _timed(scratch.step, config.profile_warmup, config.profile_rounds)
     server = get_flat(worker.model)
     push = _timed(lambda: server.add_(get_flat(scratch.model)), config.profile_warmup,

@@ -25,6 +25,10 @@ class WorkerSummary:
     def mean_step_time_s(self) -> float:
         return self.compute_s / self.steps if self.steps else 0.0
 
+    @property
+    def bytes_sent_per_step(self) -> float:
+        return self.bytes_sent / self.steps if self.steps else 0.0
+
 
 @dataclass
 class TrainResult:
@@ -60,6 +64,7 @@ class TrainResult:
         data = asdict(self)
         for summary, worker in zip(data["workers"], self.workers, strict=True):
             summary["mean_step_time_s"] = worker.mean_step_time_s
+            summary["bytes_sent_per_step"] = worker.bytes_sent_per_step
         target = self.config.get("target_loss")
         data["time_to_target_s"] = None if target is None else self.time_to_loss(target)
         return data

@@ -33,16 +33,21 @@ from heterps_core.dataparallel.flat import get_flat, set_flat
 from heterps_core.dataparallel.job import DataParallelRun
 from heterps_core.dataparallel.modes.base import RoundPlan, SyncView
 from heterps_core.dataparallel.result import TrainResult, WorkerSummary
+from heterps_core.dataparallel.rows import remote_tables
 from heterps_core.dataparallel.stragglers import StragglerDetector, balanced_batches
+from heterps_core.zoo.base import ChainModel
 
 
 class ServerState:
     """The server side of one run; `begin(profile)` before the first round, `finish` after."""
 
-    def __init__(self, run: DataParallelRun) -> None:
+    def __init__(self, run: DataParallelRun, server: ChainModel | None = None) -> None:
+        """`server`: the server's model, when not `run.build()` (the process backend's,
+        whose tables are remote: its parameter vector is then the dense layers only)."""
         cfg = run.config
         self.run, self.cfg, self.mode, self.emit = run, cfg, run.mode, run.metrics
-        self.server = run.build()
+        self.server = run.build() if server is None else server
+        self.tables = remote_tables(self.server)
         self.held_out = run.held_out()
         self.theta = get_flat(self.server)
         self.dense_bytes = self.theta.numel() * VALUE_BYTES
@@ -189,6 +194,8 @@ class ServerState:
     def evaluate(self, t: float) -> None:
         """Held-out metrics of the server's parameters; stops the run at the target loss."""
         set_flat(self.server, self.theta)
+        for table in self.tables:
+            table.begin(None)  # look the rows up again, as they are now
         held = evaluate(self.server, self.held_out, self.global_step)
         event = EvalEvent(t, self.global_step, held.logloss, held.auc, held.accuracy)
         self.result.evals.append(event)

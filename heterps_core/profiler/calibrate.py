@@ -12,6 +12,7 @@ import torch
 
 from heterps_core.hardware.roofline import DeviceRates
 from heterps_core.profiler.measure import time_repeats
+from heterps_core.provenance import this_host
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,8 @@ class DeviceInfo:
     threads: int
     description: str  # CPU model or GPU name
     torch_version: str
+    host: str = ""  # the machine (provenance.this_host()); "": a profile from before hosts
+
 
     @property
     def label(self) -> str:
@@ -30,18 +33,22 @@ class DeviceInfo:
         return f"{self.device} ({self.description})"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"device": self.device, "threads": self.threads, "description": self.description,
-                "torch_version": self.torch_version, "label": self.label}
+        data: dict[str, Any] = {
+            "device": self.device, "threads": self.threads, "description": self.description,
+            "torch_version": self.torch_version, "label": self.label}
+        if self.host:
+            data["host"] = self.host
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DeviceInfo:
         return cls(str(data["device"]), int(data["threads"]), str(data["description"]),
-                   str(data["torch_version"]))
+                   str(data["torch_version"]), str(data.get("host") or ""))
 
 
 def describe(device: torch.device, threads: int) -> DeviceInfo:
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else _cpu_model()
-    return DeviceInfo(str(device), threads, name, torch.__version__)
+    return DeviceInfo(str(device), threads, name, torch.__version__, this_host())
 
 
 _CALIBRATED: dict[tuple[str, int, str], DeviceRates] = {}

@@ -199,7 +199,7 @@ def _profile_layer(
     runner = StageRunner(model, context, labels, i, i)
     state = runner.prepare()  # its cache-warming reads are the harness's, not the layer's
     ops = count_ops(lambda: runner.run(state))
-    sparse_bytes = _sparse_row_bytes(runner.params)
+    sparse_bytes, sparse_rows = _sparse_rows(runner.params)
     time = runner.time(options.warmup, options.repeats, device, options.clock)
     dense_state, sparse_state = OPTIMIZER_STATE[options.optimizer]
     param_bytes = spec.parameters * FLOAT_BYTES
@@ -220,19 +220,23 @@ def _profile_layer(
         activation_bytes=activation,
         sync_bytes=0 if spec.is_sparse else param_bytes,
         sparse_bytes=sparse_bytes,
+        sparse_rows=sparse_rows,
         memory_bytes=param_bytes + optimizer_bytes + saved,
         ops=ops,
         time=time,
     )
 
 
-def _sparse_row_bytes(params: list[nn.Parameter]) -> int:
-    """Rows a batch touches in sparse tables, pulled once and pushed back once."""
-    total = 0
+def _sparse_rows(params: list[nn.Parameter]) -> tuple[int, int]:
+    """(bytes, rows) a batch touches in sparse tables: each distinct row pulled once and
+    pushed back once (the bytes count both)."""
+    total = rows = 0
     for p in params:
         if p.grad is not None and p.grad.is_sparse:
-            total += 2 * _nbytes(p.grad.coalesce()._values())
-    return total
+            values = p.grad.coalesce()._values()
+            total += 2 * _nbytes(values)
+            rows += int(values.shape[0])
+    return total, rows
 
 
 @contextmanager

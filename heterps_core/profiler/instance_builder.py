@@ -42,12 +42,18 @@ class Figure:
     detail: dict[str, Any] = field(default_factory=dict)
     # Measured here / by an agent / estimated (heterps_core/provenance.py); None: by source.
     tier: Tier | None = None
+    # The machine a measured figure was timed on (provenance.this_host()); "": estimated,
+    # or measured before machines were recorded.
+    host: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         tier = self.tier or (Tier.HERE if self.source == "measured" else Tier.ESTIMATED)
-        return {"layer": self.layer, "resource": self.resource, "seconds": self.seconds,
+        data = {"layer": self.layer, "resource": self.resource, "seconds": self.seconds,
                 "source": self.source, "device": self.device, "at": self.at,
                 "detail": self.detail, "tier": tier.value}
+        if self.host:
+            data["host"] = self.host
+        return data
 
 
 @dataclass(frozen=True)
@@ -80,9 +86,11 @@ def build_instance(
     local: LocalMeasure | None = None,
     local_types: int = 0,
 ) -> BuiltInstance:
-    """The instance; with `local` (from `--include-local`) a v2 instance with `local_types`
-    resource types of this machine added, the profiler's sparse bytes per layer and a
-    parameter-server role on every CPU type."""
+    """The instance. A model with sparse tables gets a v2 instance: the profiler's sparse
+    rows and bytes per layer and a parameter-server role (`_add_server`), so every plan of it
+    places the server; one without keeps v1. With `local` (from `--include-local`)
+    `local_types` resource types of this machine are added, the server's measured time per
+    row on them."""
     if measured_kind is not None and measured_kind not in catalogue.names:
         raise ProfileError(
             f"--device-kind {measured_kind!r} is not in the catalogue "
@@ -118,8 +126,9 @@ def build_instance(
     }
     if samples is not None:
         data["samples"] = samples
-    if local is not None:
-        _add_local(data, profile, local, local_types, figures)
+    local_names = _add_local(data, profile, local, local_types, figures) if local else []
+    if any(layer.sparse_bytes for layer in profile.layers):
+        _add_server(data, profile, local, local_names)
     _add_spreads(data, figures)
     uses = [u for u in (profile.cpu_use, local.cpu_use if local else None) if u is not None]
     if any(u.under_load for u in uses):
@@ -144,34 +153,50 @@ def _add_spreads(data: dict[str, Any], figures: list[Figure]) -> None:
 def _add_local(
     data: dict[str, Any], profile: ModelProfile, local: LocalMeasure, n: int,
     figures: list[Figure],
-) -> None:
-    """v2 fields, and the local types measured as the runtime runs a stage."""
+) -> list[str]:
+    """The local types measured as the runtime runs a stage (v2); their names."""
     data["version"] = SCHEMA_VERSION_2
     local_resources = local.resources(n, memory_gb())
     data["resources"] += local_resources
-    rows = local.rows or (0.0,) * len(profile.layers)
     spreads = local.spreads or (None,) * len(profile.layers)
-    for layer, item, seconds, n_rows, spread in zip(profile.layers, data["layers"],
-                                                    local.seconds, rows, spreads, strict=True):
-        # The profiler counts each touched row twice: pulled once, pushed back once.
-        item["sparse_pull_mb"] = layer.sparse_bytes / 2 / 1e6
-        item["sparse_push_mb"] = layer.sparse_bytes / 2 / 1e6
-        item["sparse_rows"] = n_rows
+    for layer, item, seconds, spread in zip(profile.layers, data["layers"], local.seconds,
+                                            spreads, strict=True):
         for res in local_resources:
             item["compute_s"][res["name"]] = seconds
             figures.append(Figure(
-                layer.name, res["name"], seconds, "measured", "this machine", local.measured_at,
+                layer.name, res["name"], seconds, "measured",
+                f"cpu ({local.threads} threads, this machine)", local.measured_at,
                 {"threads": local.threads, "what": "forward + backward + the dense optimiser's "
                  "step, first layer incl. producing the batch, sparse layers through the "
                  "remote-table path (the shard's part apart), median of the batches timed",
                  "median_spread": spread, "repeats": local.repeats,
                  "network_spread": local.network_spread, "row_s_spread": local.row_s_spread,
                  "cpu_use": local.cpu_use.to_dict() if local.cpu_use else None},
+                host=local.host,
             ))
+    return [res["name"] for res in local_resources]
+
+
+def _add_server(
+    data: dict[str, Any], profile: ModelProfile, local: LocalMeasure | None,
+    local_names: list[str],
+) -> None:
+    """v2: each layer's rows pulled from and pushed to the parameter server per batch, and
+    the server's role. Shards are CPU processes: every CPU type may host them (a catalogue
+    without one: every type, its machines' CPUs running them). Their time per row is known
+    only where a shard was timed (the local types); other hosts are priced by their network."""
+    data["version"] = SCHEMA_VERSION_2
+    measured_rows = local.rows if local is not None and local.rows else None
+    for i, (layer, item) in enumerate(zip(profile.layers, data["layers"], strict=True)):
+        # The profiler counts each touched row twice: pulled once, pushed back once.
+        item["sparse_pull_mb"] = layer.sparse_bytes / 2 / 1e6
+        item["sparse_push_mb"] = layer.sparse_bytes / 2 / 1e6
+        item["sparse_rows"] = measured_rows[i] if measured_rows else layer.sparse_rows
+    cpus = [r["name"] for r in data["resources"] if r["kind"] == "cpu"]
     data["parameter_server"] = {
-        "hosts": [r["name"] for r in data["resources"] if r["kind"] == "cpu"],
-        # Measured on a shard here; other hosts are priced by their network only.
-        "row_s": {r["name"]: local.row_s for r in local_resources} if local.row_s else {},
+        "hosts": cpus or [r["name"] for r in data["resources"]],
+        "row_s": {name: local.row_s for name in local_names}
+        if local is not None and local.row_s else {},
     }
 
 
@@ -181,7 +206,8 @@ def _figure(
 ) -> Figure:
     if resource == measured_kind:
         return Figure(layer.name, resource, layer.time.median_s, "measured",
-                      profile.device.label, profile.measured_at, layer.time.to_dict())
+                      profile.device.label, profile.measured_at, layer.time.to_dict(),
+                      host=profile.device.host)
     kind = catalogue.get(resource)
     if kind.kind == "gpu" and layer.ops.classes is not None:
         # A GPU from operator counts alone (operator-roofline-v2): nothing of the CPU run's

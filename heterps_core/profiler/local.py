@@ -20,13 +20,14 @@ import os
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
 from heterps_core.profiler.measure import CpuUse, current_precision, median_spread, usable_threads
 from heterps_core.profiler.server_probe import ServerProbe
+from heterps_core.provenance import this_host
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,8 @@ class LocalMeasure:
     repeats: int = 0  # mini-batches timed
     network_spread: float | None = None  # the loopback's median round trip's (Link.spread)
     row_s_spread: float | None = None  # StepTimes.row_s_spread
+    # The machine it was measured on: built right after measuring, so this one.
+    host: str = field(default_factory=this_host)
 
     @property
     def under_load(self) -> bool:

@@ -31,6 +31,9 @@ class LayerProfile:
     memory_bytes: int  # what one unit running this layer must hold
     ops: OpCount
     time: Measurement
+    # Distinct rows of sparse tables a batch touches (each pulled once, pushed once); 0 in
+    # profiles stored before it was counted.
+    sparse_rows: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -44,6 +47,7 @@ class LayerProfile:
             "activation_bytes": self.activation_bytes,
             "sync_bytes": self.sync_bytes,
             "sparse_bytes": self.sparse_bytes,
+            "sparse_rows": self.sparse_rows,
             "memory_bytes": self.memory_bytes,
             "ops": self.ops.to_dict(),
             "time": self.time.to_dict(),
@@ -65,6 +69,7 @@ class LayerProfile:
             memory_bytes=int(data["memory_bytes"]),
             ops=OpCount.from_dict(data["ops"]),
             time=Measurement.from_dict(data["time"]),
+            sparse_rows=int(data.get("sparse_rows", 0)),
         )
 
 

@@ -7,6 +7,8 @@
 | `arena.py` | `Arena`: rows by slot, grown by chunks |
 | `optim.py` | the registry of sparse optimisers (`sgd`, `adagrad`, `adam`) |
 | `store.py` | `RowStore`: one table on one shard (pull, push, evict, checkpoint) |
+| `tableset.py` | `TableSet`: a shard's tables of one layout, one pass per message |
+| `shard.py` | `Shard`: a shard's table sets and when pushes apply (sync, async) |
 """
 
 from heterps_core.ps.optim import SparseOptimizer, UnknownOptimizerError, create, get, names

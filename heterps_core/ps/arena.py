@@ -63,14 +63,26 @@ class Arena:
             for c in counts.nonzero().squeeze(1).tolist()
         ]
 
-    def gather(self, slots: torch.Tensor, cols: slice | None = None) -> torch.Tensor:
-        """Rows at `slots` (int64), columns `cols` (all by default), as a new tensor."""
+    def _local(self, slots: torch.Tensor) -> torch.Tensor:
+        """Slots within their chunk, for slots that are all in one chunk."""
+        # With one chunk they already are: a message's gathers skip an op per table.
+        return slots if len(self.chunks) == 1 else slots & (self.chunk_rows - 1)
+
+    def gather(
+        self, slots: torch.Tensor, cols: slice | None = None, out: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Rows at `slots` (int64), columns `cols` (all by default), into `out` (a contiguous
+        [len(slots), width of cols] tensor, e.g. a view of a message's block) or a new one."""
         mask = self.chunk_rows - 1
         parts = self._parts(slots)
         if len(parts) == 1 and parts[0][1] is None:
-            return _columns(parts[0][0], cols).index_select(0, slots & mask)
-        width = len(range(*(cols or slice(None)).indices(self.width)))
-        out = torch.empty(slots.shape[0], width, dtype=self.dtype)
+            source, local = _columns(parts[0][0], cols), self._local(slots)
+            if out is None:
+                return source.index_select(0, local)
+            return torch.index_select(source, 0, local, out=out)
+        if out is None:
+            width = len(range(*(cols or slice(None)).indices(self.width)))
+            out = torch.empty(slots.shape[0], width, dtype=self.dtype)
         for chunk, where in parts:
             assert where is not None
             out[where] = _columns(chunk, cols).index_select(0, slots[where] & mask)
@@ -82,7 +94,7 @@ class Arena:
         for chunk, where in self._parts(slots):
             target = _columns(chunk, cols)
             if where is None:
-                target.index_copy_(0, slots & mask, values)
+                target.index_copy_(0, self._local(slots), values)
             else:
                 target.index_copy_(0, slots[where] & mask, values[where])
 

@@ -24,6 +24,7 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 _TO_UNIT = 2.0**-24
+_SEED_MASK = 0xFFFFFFFFFFFFFFFF
 _FILL_ROWS = 1 << 16  # rows drawn at once by `fill_table_`, to bound its temporary memory
 
 
@@ -76,11 +77,12 @@ def _mix(x: np.ndarray) -> np.ndarray:
     return x
 
 
-def _uniforms(ids: np.ndarray, seed: int, draws: int) -> np.ndarray:
-    """[len(ids), draws] float32 in (0, 1): two 24-bit draws from each hash(seed, id, j)."""
+def _uniforms(ids: np.ndarray, seeds: np.ndarray | np.uint64, draws: int) -> np.ndarray:
+    """[len(ids), draws] float32 in (0, 1): two 24-bit draws from each hash(seed, id, j),
+    with the seed of each id (uint64, one per id or one for all)."""
     hashes = (draws + 1) // 2
     with np.errstate(over="ignore"):
-        key = _mix(np.uint64(seed & 0xFFFFFFFFFFFFFFFF) ^ _mix(ids.astype(np.uint64) * _GOLDEN))
+        key = _mix(seeds ^ _mix(ids.astype(np.uint64) * _GOLDEN))
         counters = np.arange(1, hashes + 1, dtype=np.uint64) * _GOLDEN
         bits = _mix(key[:, None] + counters[None, :])
     high = (bits >> np.uint64(40)).astype(np.float32)
@@ -94,19 +96,32 @@ def _uniforms(ids: np.ndarray, seed: int, draws: int) -> np.ndarray:
 def initial_rows(
     ids: torch.Tensor, dim: int, init: RowInit, dtype: torch.dtype = torch.float32
 ) -> torch.Tensor:
-    n = int(ids.numel())
-    if init.kind == "zeros" or n == 0:
-        return torch.zeros(n, dim, dtype=dtype)
     flat = ids.detach().reshape(-1).to("cpu", torch.int64).numpy()
-    scale = np.float32(init.scale)
-    if init.kind == "uniform":
-        values = (_uniforms(flat, init.seed, dim) * np.float32(2.0) - np.float32(1.0)) * scale
+    return seeded_rows(flat, seed_of(init), dim, init.kind, init.scale, dtype)
+
+
+def seed_of(init: RowInit) -> np.uint64:
+    return np.uint64(init.seed & _SEED_MASK)
+
+
+def seeded_rows(
+    ids: np.ndarray, seeds: np.ndarray | np.uint64, dim: int, kind: str, scale: float,
+    dtype: torch.dtype = torch.float32,
+) -> torch.Tensor:
+    """`initial_rows` of ids from several tables of one kind and scale at once: `seeds` holds
+    each id's table seed (`seed_of`), so a shard makes the new rows of a message in one call."""
+    n = int(ids.size)
+    if kind == "zeros" or n == 0:
+        return torch.zeros(n, dim, dtype=dtype)
+    scale32 = np.float32(scale)
+    if kind == "uniform":
+        values = (_uniforms(ids, seeds, dim) * np.float32(2.0) - np.float32(1.0)) * scale32
     else:
         # float32 throughout: a first value needs no more, and float64 transcendentals cost
         # seven times as much here.
         pairs = (dim + 1) // 2
-        u = _uniforms(flat, init.seed, 2 * pairs)
-        radius = np.sqrt(np.float32(-2.0) * np.log(u[:, :pairs])) * scale  # u > 0
+        u = _uniforms(ids, seeds, 2 * pairs)
+        radius = np.sqrt(np.float32(-2.0) * np.log(u[:, :pairs])) * scale32  # u > 0
         angle = np.float32(2.0 * math.pi) * u[:, pairs:]
         values = np.concatenate([radius * np.cos(angle), radius * np.sin(angle)], axis=1)
         values = values[:, :dim]

@@ -23,16 +23,16 @@ from heterps_core.progress import ProgressCallback, no_progress
 from heterps_core.rl.checkpoint import load_policy, save_policy
 from heterps_core.rl.policy import LayerPolicy, PolicyConfig
 from heterps_core.rl.problem import Problem
-from heterps_core.rl.settings import RLTrainConfig
+from heterps_core.rl.settings import (
+    DEFAULT_POOL,
+    DEFAULT_UPDATES,
+    SHIPPED_STEPS,
+    RLTrainConfig,
+)
 from heterps_core.rl.training import pretrain
 
 PRETRAINED_PATH = Path(__file__).with_name("pretrained.pt")
 POOL_SEED_OFFSET = 1_000_000
-DEFAULT_POOL = 240
-DEFAULT_UPDATES = 1500  # length of the learning-rate schedule
-# The shipped file stops at this step of that schedule: the full 1,500 steps did not fit in
-# the time the shared machine gave (docs/rl.md); `heterps train-policy` stops there too.
-SHIPPED_STEPS: int | None = 1000
 PRETRAIN_CONFIG = RLTrainConfig(samples=32, lr=1e-3, entropy_coef=0.02, self_imitation=0.5)
 _LAYER_CHOICES = (8, 16, 24, 32, 48, 64, 96, 128)
 CURRICULUM_START = 32  # longest chain drawn at step 1

@@ -8,6 +8,14 @@ from dataclasses import dataclass
 
 REWARDS = ("togo", "log", "clipped")  # gradient.py's docstring says what each one is
 
+# The shipped policy's recipe (pretrained.py): here, torch-free, because every `heterps`
+# command's argument parser reads them (`train-policy`'s defaults).
+DEFAULT_POOL = 240
+DEFAULT_UPDATES = 1500  # length of the learning-rate schedule
+# The shipped file stops at this step of that schedule: the full 1,500 steps did not fit in
+# the time the shared machine gave (docs/rl.md); `heterps train-policy` stops there too.
+SHIPPED_STEPS: int | None = 1000
+
 
 @dataclass(frozen=True)
 class RLTrainConfig:

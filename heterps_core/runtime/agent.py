@@ -6,10 +6,13 @@ ranks, read their exit reports) is `assignment.py`.
         [--bind gpu-v100=cuda:0] [--name NAME]
 
 Contract (docs/operations.md; keys in heterps_core.rendezvous): the agent registers
-`agents/I` = {"name", "provides"} in the store, waits for `agents/I/ranks` (a JSON list,
-possibly empty; written by `assignment.assign`), starts one worker process per rank, writes
-`exit/RANK` = exit code as each ends (read by `exit_of`), and kills its processes when the
-launcher sets `control/stop` or the store goes away. It advances `agents/I/beat` every
+`agents/I` = {"name", "provides", "gloo"} in the store, waits for `agents/I/ranks` (a JSON
+list, possibly empty; written by `assignment.assign`), starts one worker process per rank
+(gloo on the interface towards the coordinator: netif.py), writes `exit/RANK` = exit code as
+each ends (read by `exit_of`), and kills its processes when the launcher sets
+`control/stop`, or when the coordinator stops answering: every store call goes through
+`Lifeline` (lifeline.py), so a cut network ends the agent within its patience (10 s)
+instead of the minutes a blocked store call takes. It advances `agents/I/beat` every
 0.5 s and sets `agents/I/done` when it ends on purpose, so the launcher tells a lost
 machine from a finished one (runtime/liveness.py). SIGTERM (a spot notice) sets
 `control/drain`: the launcher has every stage checkpoint and end, and the agent exits once
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -36,8 +40,10 @@ import torch.distributed as dist
 from heterps_core import processes
 from heterps_core import rendezvous as keys
 from heterps_core.errors import HeterPSError
+from heterps_core.runtime import netif
 from heterps_core.runtime.assignment import resource_of
 from heterps_core.runtime.binding import parse_binding
+from heterps_core.runtime.lifeline import CoordinatorLost, Lifeline
 from heterps_core.runtime.liveness import BEAT_S
 from heterps_core.runtime.spec import WORKER_MODULE, JobSpec
 
@@ -64,61 +70,74 @@ def run_agent(
     join_timeout_s: float = 60.0,
     stop: threading.Event | None = None,
 ) -> int:
-    """Serve one job; returns 0 when all its processes succeeded (or it got none), else 1."""
+    """Serve one job; returns 0 when all its processes succeeded (or it got none), else 1.
+    Raises `CoordinatorLost` once its job processes are stopped when the coordinator stops
+    answering (lifeline.py: within PATIENCE_S)."""
     host, _ = keys.parse_address(coordinator)
     targets = parse_binding(bind, provides)
     named = {item.partition("=")[0].strip() for item in (bind or "").split(",")}
-    store = join(coordinator, join_timeout_s)
-    index = int(store.add(keys.AGENTS_JOINED, 1)) - 1
     name = name or f"{socket.gethostname()}-{os.getpid()}"
-    store.set(keys.agent(index), json.dumps({"name": name, "provides": list(provides)}))
-    key = keys.agent_ranks(index)
-    deadline = time.monotonic() + join_timeout_s
-    beat = _Beat(store, index)
-    while not store.check([key]):
-        if store.check([keys.STOP]) or (stop and stop.is_set()) or time.monotonic() > deadline:
-            return _done(store, index, 0)
-        beat.tick()
-        time.sleep(POLL_S)
-    ranks: list[int] = json.loads(store.get(key))
-    if not ranks:
-        return _done(store, index, 0)
-    spec = JobSpec.from_json(store.get(keys.SPEC).decode())
-    env = processes.child_env(loopback=host in ("127.0.0.1", "localhost"))
-    procs = {}
-    for rank in ranks:
-        resource = resource_of(spec, spec.ranks[rank])
-        # Without a local binding the worker follows the job's target (remote -> cpu,
-        # remote:cuda -> cuda:0), so both ends of every link agree on its device.
-        device = ["--device", str(targets[resource])] if resource in named else []
-        args = ["--store", coordinator, "--rank", str(rank), *device]
-        procs[rank] = processes.spawn(WORKER_MODULE, args, env)
-    return _done(store, index, _supervise(store, procs, stop, beat, name))
+    gloo = netif.choose(host, f"heterps agent {name}")
+    line = Lifeline(join(coordinator, join_timeout_s), coordinator)
+    try:
+        index = int(line.call(lambda s: s.add(keys.AGENTS_JOINED, 1))) - 1
+        record = {"name": name, "provides": list(provides),
+                  "gloo": gloo.describe() if gloo else ""}
+        line.call(lambda s: s.set(keys.agent(index), json.dumps(record)))
+        key = keys.agent_ranks(index)
+        deadline = time.monotonic() + join_timeout_s
+        beat = _Beat(line, index)
+        while not line.call(lambda s: s.check([key])):
+            if (line.call(lambda s: s.check([keys.STOP])) or (stop and stop.is_set())
+                    or time.monotonic() > deadline):
+                return _done(line, index, 0)
+            beat.tick()
+            time.sleep(POLL_S)
+        ranks: list[int] = json.loads(line.call(lambda s: s.get(key)))
+        if not ranks:
+            return _done(line, index, 0)
+        spec = JobSpec.from_json(line.call(lambda s: s.get(keys.SPEC)).decode())
+        env = processes.child_env(gloo_interface=gloo.name if gloo else None)
+        procs = {}
+        for rank in ranks:
+            resource = resource_of(spec, spec.ranks[rank])
+            # Without a local binding the worker follows the job's target (remote -> cpu,
+            # remote:cuda -> cuda:0), so both ends of every link agree on its device.
+            device = ["--device", str(targets[resource])] if resource in named else []
+            args = ["--store", coordinator, "--rank", str(rank), *device]
+            procs[rank] = processes.spawn(WORKER_MODULE, args, env)
+        return _done(line, index, _supervise(line, procs, stop, beat, name))
+    finally:
+        line.close()
 
 
 class _Beat:
     """The agent's heartbeat (runtime/liveness.py), advanced from its supervision loop."""
 
-    def __init__(self, store: dist.TCPStore, index: int) -> None:
-        self.store = store
+    def __init__(self, line: Lifeline, index: int) -> None:
+        self.line = line
         self.key = keys.agent_beat(index)
         self.last = 0.0
 
     def tick(self) -> None:
         if time.monotonic() - self.last >= BEAT_S:
-            self.store.add(self.key, 1)
+            self.line.call(lambda s: s.add(self.key, 1))
             self.last = time.monotonic()
 
 
-def _done(store: dist.TCPStore, index: int, code: int) -> int:
+def _done(line: Lifeline, index: int, code: int) -> int:
     """Say this agent ended on purpose (its heartbeat stops next), then return `code`."""
-    with contextlib.suppress(RuntimeError, OSError):  # the coordinator may be gone
-        store.set(keys.agent_done(index), str(code))
+    with contextlib.suppress(CoordinatorLost):  # the coordinator may be gone
+        line.call(lambda s: s.set(keys.agent_done(index), str(code)))
     return code
 
 
+def _report_exit(store: dist.Store, rank: int, code: int) -> None:
+    store.set(keys.exit_code(rank), str(code))
+
+
 def _supervise(
-    store: dist.TCPStore, procs: dict[int, subprocess.Popen[bytes]],
+    line: Lifeline, procs: dict[int, subprocess.Popen[bytes]],
     stop: threading.Event | None, beat: _Beat, name: str,
 ) -> int:
     codes: dict[int, int] = {}
@@ -128,18 +147,23 @@ def _supervise(
             for rank, proc in procs.items():
                 if rank not in codes and (code := proc.poll()) is not None:
                     codes[rank] = code
-                    store.set(keys.exit_code(rank), str(code))
-            if store.check([keys.STOP]) or (stop and stop.is_set()):
+                    line.call(functools.partial(_report_exit, rank=rank, code=code))
+            if line.call(lambda s: s.check([keys.STOP])) or (stop and stop.is_set()):
                 break
             if _terminated.is_set() and not drained:
                 # A spot notice: ask the launcher for a final checkpoint; the processes
                 # keep running until they have written it and ended.
-                store.set(keys.DRAIN, f"machine {name} got SIGTERM")
+                line.call(lambda s: s.set(keys.DRAIN, f"machine {name} got SIGTERM"))
                 drained = True
             beat.tick()
             time.sleep(POLL_S)
-    except (RuntimeError, OSError):
-        pass  # the coordinator is gone: nothing to report to, stop the job's processes
+    except CoordinatorLost as lost:
+        # Nothing to report to and nobody to wait for: the job is over on this machine.
+        running = [r for r, p in procs.items() if p.poll() is None]
+        processes.stop_all(procs.values())  # SIGTERM, SIGKILL after 2 s: a wait in gloo too
+        stopped = ", ".join(f"rank {r} {processes.exit_text(procs[r].returncode or 0)}"
+                            for r in running) or "none left running"
+        raise CoordinatorLost(f"{lost}; stopped its job processes: {stopped}") from None
     finally:
         processes.stop_all(procs.values())
     return 0 if all(proc.returncode == 0 for proc in procs.values()) else 1
@@ -168,4 +192,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    sys.stderr.flush()
+    # Not sys.exit: a lost coordinator leaves the lifeline's thread blocked in a store call,
+    # and the interpreter's teardown around it can wait on that call.
+    os._exit(code)

@@ -8,7 +8,7 @@ On one machine every type may map to the local CPU.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from heterps_core.limits import limit
 from heterps_core.runtime.errors import RunConfigError
@@ -22,6 +22,10 @@ class Target:
     threads: int = 1
     index: int = 0
     remote_device: str = "cpu"  # what an agent runs `remote` units on: "cpu" or "cuda"
+    # `cpu:N` written out: the user's thread count, kept. A bare `cpu` is one thread that
+    # the compile step may raise from the plan's busy shares (runtime/threads.py).
+    # Not compared: `cpu` and `cpu:1` name the same target.
+    explicit: bool = field(default=False, compare=False)
 
     @property
     def is_cuda(self) -> bool:
@@ -33,7 +37,7 @@ class Target:
 
     def __str__(self) -> str:
         if self.kind == "cpu":
-            return "cpu" if self.threads == 1 else f"cpu:{self.threads}"
+            return "cpu" if self.threads == 1 and not self.explicit else f"cpu:{self.threads}"
         if self.kind == "cuda":
             return f"cuda:{self.index}"
         return "remote" if self.remote_device == "cpu" else "remote:cuda"
@@ -48,7 +52,7 @@ def parse_target(text: str, where: str = "bind") -> Target:
     if head == "cpu":
         threads = _count(tail, where, "thread budget") if tail else 1
         limit("threads").check(threads, where, RunConfigError)
-        return Target("cpu", threads=threads)
+        return Target("cpu", threads=threads, explicit=bool(tail))
     if head == "cuda":
         index = _count(tail, where, "GPU index", allow_zero=True) if tail else 0
         limit("gpu_index").check(index, where, RunConfigError)

@@ -18,7 +18,7 @@ import torch
 
 from heterps_core.plan import Plan
 from heterps_core.ps import optim
-from heterps_core.runtime import checkpoint, liveness, sync
+from heterps_core.runtime import assignment, checkpoint, liveness, sync
 from heterps_core.runtime.binding import Target
 from heterps_core.runtime.datasource import check_data
 from heterps_core.runtime.errors import RunConfigError
@@ -32,6 +32,7 @@ from heterps_core.runtime.spec import (
     stages_from_plan,
 )
 from heterps_core.runtime.tables import sparse_tables
+from heterps_core.runtime.threads import machine_cores, rank_threads, with_threads
 from heterps_core.zoo.base import ChainModel
 
 LOCAL_HOST = "127.0.0.1"
@@ -51,9 +52,12 @@ class RunConfig:
     host: str = LOCAL_HOST  # where agents reach the store; 0.0.0.0 to accept other machines
     port: int = 0
     agent_timeout_s: float = 60.0
-    # Liveness (runtime/liveness.py): a job process without a heartbeat for watchdog_s is
-    # named as stopped; a machine (agent) without one for heartbeat_timeout_s as lost.
+    # Liveness (runtime/liveness.py): once the run has finished a mini-batch of its own, a
+    # job process without a heartbeat for watchdog_s is named as stopped; before, a process
+    # still starting startup_timeout_s after its launch is named; a machine (agent) without
+    # a heartbeat for heartbeat_timeout_s as lost.
     watchdog_s: float = liveness.WATCHDOG_S
+    startup_timeout_s: float = liveness.STARTUP_TIMEOUT_S
     heartbeat_timeout_s: float = liveness.AGENT_TIMEOUT_S
     report_interval_s: float = 0.5
     log_dir: str | None = None
@@ -74,6 +78,21 @@ def default_checkpoint_every(steps: int, units: Sequence[int], checkpoints: int 
     what a job started from the web uses, so a lost machine costs at most a tenth."""
     rounds = round_steps(units)
     return rounds * max(1, math.ceil(steps / checkpoints / rounds))
+
+
+def checkpoint_every(config: RunConfig, units: Sequence[int]) -> int | None:
+    """Steps between checkpoints: the config's when it asks; else, with somewhere to write,
+    the smallest interval the plan priced for a spot stage (none loses more than it was
+    priced for) rounded up to whole rounds; else None (the final checkpoint only)."""
+    if config.checkpoint_every is not None or config.checkpoint_dir is None:
+        return config.checkpoint_every
+    for i, every in enumerate(s.checkpoint_every for s in config.plan.stages):
+        if every is not None and (type(every) is not int or every < 1):
+            raise RunConfigError(f"plan.stages[{i}].checkpoint_every",
+                                 f"must be a positive whole number of steps, got {every!r}")
+    asked = [s.checkpoint_every for s in config.plan.stages if s.checkpoint_every is not None]
+    rounds = round_steps(units)
+    return rounds * math.ceil(min(asked) / rounds) if asked else None
 
 
 def round_steps(units: Sequence[int]) -> int:
@@ -127,12 +146,16 @@ def compile_run(config: RunConfig) -> JobSpec:
         ranks=ranks,
         ps_shards=sum(r.role == "ps" for r in ranks),
         checkpoint_dir=config.checkpoint_dir,
-        checkpoint_every=config.checkpoint_every,
+        checkpoint_every=checkpoint_every(config, [s.units for s in stages]),
         backend=backend_for(ranks),
         report_interval_s=config.report_interval_s,
     )
     _check_rounds(spec, config.checkpoint_every)
-    return replace(spec, start_step=_start_step(spec, config))
+    spec = assignment.in_process_shards(spec, [ref.layer for ref in sparse_tables(model)])
+    # The cores this machine's processes leave idle go to the busiest one (runtime/threads.py).
+    spec = with_threads(spec, rank_threads(spec.ranks, config.plan, train.sync, machine_cores()))
+    resume = _resume_from(spec, config)
+    return replace(spec, start_step=resume.step, resume_skipped=resume.skipped)
 
 
 def checked_binding(
@@ -258,17 +281,19 @@ def _check_rounds(spec: JobSpec, checkpoint_every: int | None) -> None:
         )
 
 
-def _start_step(spec: JobSpec, config: RunConfig) -> int:
-    """0, or the newest complete checkpoint's step when resuming (reads, never writes)."""
+def _resume_from(spec: JobSpec, config: RunConfig) -> checkpoint.ResumeFrom:
+    """Step 0, or when resuming the newest verified checkpoint's step and the newer ones
+    passed over (reads every part of the steps it tries; never writes)."""
     if config.checkpoint_dir is None:
         if config.resume:
             raise RunConfigError("resume", "needs a checkpoint directory")
-        return 0
+        return checkpoint.ResumeFrom(0)
     checkpoint.check_location(config.checkpoint_dir)
     checkpoint.refuse_other_job(config.checkpoint_dir, fingerprint(spec))
     if not config.resume:
-        return 0
-    start = checkpoint.resume_step(config.checkpoint_dir, spec.world_size)
-    if start >= spec.train.steps:
-        raise RunConfigError("steps", f"the checkpoint is already at step {start}; ask for more")
-    return start
+        return checkpoint.ResumeFrom(0)
+    resume = checkpoint.resume_from(config.checkpoint_dir, spec.world_size)
+    if resume.step >= spec.train.steps:
+        raise RunConfigError(
+            "steps", f"the checkpoint is already at step {resume.step}; ask for more")
+    return resume

@@ -6,21 +6,31 @@ plain reference loop reads. `TrainSettings.data` names the source: "" (synthetic
 "criteo:PATH" (plain or .gz TSV, read in a loop). The held-out set is a fixed slice: a
 synthetic batch no training mini-batch repeats, or the file's first `eval_samples` lines
 (then left out of training).
+
+A job process reads its stream `ahead` mini-batches ahead on a background thread
+(`prefetch.py`): the same batches in the same order, made while the stage computes.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from heterps_core.runtime.errors import RunConfigError
+from heterps_core.runtime.prefetch import Prefetched
 from heterps_core.runtime.spec import TrainSettings
 from heterps_core.zoo.base import Batch, ModelConfig, ZooModel
 from heterps_core.zoo.criteo import CriteoFormatError, criteo_held_out, criteo_stream
 from heterps_core.zoo.data import held_out_batch, indexed_batches
 
 KINDS = ("synthetic", "criteo")
+# Mini-batches a job process makes ahead: enough to cover a slow one, few enough that the
+# queue's memory (a few batches of inputs) does not matter. HETERPS_INPUT_AHEAD=0 makes them
+# on the stage's own thread (as before; for measuring the difference).
+AHEAD = 2
+AHEAD_ENV = "HETERPS_INPUT_AHEAD"
 
 
 @dataclass(frozen=True)
@@ -43,15 +53,25 @@ def parse_data(text: str) -> DataSource:
 
 
 def replica_batches(
-    train: TrainSettings, zoo: ZooModel, config: ModelConfig, start: int = 0, step: int = 1
+    train: TrainSettings, zoo: ZooModel, config: ModelConfig, start: int = 0, step: int = 1,
+    ahead: int = 0,
 ) -> Iterator[Batch]:
-    """Mini-batches start, start + step, ... of the job's data, making only those."""
+    """Mini-batches start, start + step, ... of the job's data, making only those; with
+    `ahead` > 0, made that many ahead on a background thread (started by the first `next`)."""
     source = parse_data(train.data)
     if source.kind == "criteo":
-        return criteo_stream(source.path, train.batch_size, config.vocab_sizes, start=start,
-                             step=step, skip=train.eval_samples)
-    return indexed_batches(zoo, config, train.batch_size, seed=train.seed, start=start,
-                           step=step)
+        batches = criteo_stream(source.path, train.batch_size, config.vocab_sizes, start=start,
+                                step=step, skip=train.eval_samples)
+    else:
+        batches = indexed_batches(zoo, config, train.batch_size, seed=train.seed, start=start,
+                                  step=step)
+    return Prefetched(batches, ahead, name="heterps-input") if ahead > 0 else batches
+
+
+def job_ahead() -> int:
+    """How many mini-batches a job process makes ahead (read when its stream starts: the
+    template that forked it read no environment of its)."""
+    return int(os.environ.get(AHEAD_ENV, AHEAD))
 
 
 def held_out(train: TrainSettings, zoo: ZooModel, config: ModelConfig) -> Batch | None:

@@ -22,14 +22,16 @@ from heterps_core.runtime.spec import JobSpec
 class Drain:
     """`reason` once a drain is asked for; `stop_at` once the step is set in the store."""
 
-    def __init__(self, spec: JobSpec) -> None:
+    def __init__(self, spec: JobSpec, wake: Callable[[], None] = lambda: None) -> None:
         self.spec = spec
         self.reason: str | None = None
         self.stop_at: int | None = None
+        self._wake = wake  # the launcher blocks between its checks: a request wakes it
 
     def request(self, reason: str) -> None:
         """Ask for a drain (safe in a signal handler); the first reason is kept."""
         self.reason = self.reason or reason
+        self._wake()
 
     def on_sigterm(self) -> Callable[[], None]:
         """In the main thread (the CLI), SIGTERM drains the job; returns the undo."""
@@ -48,13 +50,18 @@ class Drain:
         self, store: dist.Store, step: int, throughput: Callable[[], float | None]
     ) -> None:
         """Once asked (here or by an agent), set the step every stage stops at, once;
-        `throughput` (the run's steady samples/s so far) is read only then."""
+        `throughput` (the run's steady samples/s so far) is read only then. Until it is
+        known (two finished mini-batches seen) the step waits: the metrics arrive every
+        report interval, and a stage that started a moment ago may be dozens of steps past
+        what they said (a job forked from the template trains within a second)."""
         if self.stop_at is not None:
             return
         if self.reason is None and store.check([keys.DRAIN]):
             self.reason = store.get(keys.DRAIN).decode()
         if self.reason is None:
             return
-        rate = (throughput() or 0.0) / self.spec.train.batch_size
-        self.stop_at = drain_step(step, rate, self.spec)
+        samples_per_s = throughput()
+        if samples_per_s is None:
+            return
+        self.stop_at = drain_step(step, samples_per_s / self.spec.train.batch_size, self.spec)
         store.set(keys.STOP_AT, str(self.stop_at))

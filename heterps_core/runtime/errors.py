@@ -38,5 +38,6 @@ class RunPreempted(HeterPSError):
                  if checkpoint_step else "no complete checkpoint")
         super().__init__(f"run stopped early at step {step} ({reason}): {saved}")
         self.step = step
+        self.reason = reason
         self.checkpoint_step = checkpoint_step
         self.pids = pids

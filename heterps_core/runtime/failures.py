@@ -1,6 +1,8 @@
 """Why a run failed, in one message: the machine that was lost, or the process to blame
 and what it said, and how many failed after it.
 
+A process an agent ran is named with where it ran (`remote_where`: the agent's machine,
+pid, host).
 Peers of a dead process fail soon after it with connection errors, so the first failure
 seen is not always the cause: a lost machine (its processes died with it and report
 nothing) is blamed first, then a process killed by a signal, else the first one seen.
@@ -15,6 +17,9 @@ import torch.distributed as dist
 
 from heterps_core import processes
 from heterps_core import rendezvous as keys
+from heterps_core.runtime import netif
+from heterps_core.runtime.assignment import assigned, is_remote
+from heterps_core.runtime.liveness import where_text
 from heterps_core.runtime.spec import JobSpec
 
 
@@ -29,14 +34,16 @@ def lost_message(lost: str, exited: Mapping[int, int], checkpoint: str) -> str:
 
 def culprit_message(
     spec: JobSpec, exited: Mapping[int, int], failed: Sequence[int],
-    said: Callable[[int], str], checkpoint: str,
+    said: Callable[[int], str], checkpoint: str, where: Callable[[int], str] = lambda _: "",
 ) -> str:
-    """The failed process to blame (one killed by a signal first), how it ended and what it
-    `said`, how many stopped after it, then the last checkpoint."""
+    """The failed process to blame (one killed by a signal first), `where` it ran, how it
+    ended and what it `said`, how many stopped after it, then the last checkpoint."""
     killed = [r for r in failed if exited[r] < 0]
     culprit = (killed or failed)[0]
     others = sum(1 for r, c in exited.items() if c != 0 and r != culprit)
-    message = f"{spec.ranks[culprit].describe()} {processes.exit_text(exited[culprit])}"
+    place = where(culprit)
+    message = (f"{spec.ranks[culprit].describe()}{f' ({place})' if place else ''} "
+               f"{processes.exit_text(exited[culprit])}")
     detail = said(culprit)
     if detail:
         message += f": {detail}"
@@ -45,11 +52,42 @@ def culprit_message(
     return message + checkpoint
 
 
-def error_text(store: dist.Store, log_dir: Path, rank: int) -> str:
+def remote_where(store: dist.Store, spec: JobSpec, rank: int) -> str:
+    """Where a rank an agent ran is (liveness.where_text: its machine, pid and host); the
+    launcher's own ranks need none (their pids are the launcher's `pids`)."""
+    return where_text(store, rank) if is_remote(spec.ranks[rank]) else ""
+
+
+def error_text(store: dist.Store, log_dir: Path, rank: int, local_gloo: str = "") -> str:
     """What a failed process said: the error it wrote into the store, else its log's last
-    line (a crash before it could write one)."""
+    line (a crash before it could write one). A gloo connection error gets `gloo_hint`: the
+    interface every machine's gloo used (`local_gloo`: the launcher's, then each agent's)."""
     if store.check([keys.error(rank)]):
-        return store.get(keys.error(rank)).decode()
-    log = log_dir / f"rank{rank}.log"
-    lines = log.read_text(errors="replace").strip().splitlines() if log.exists() else []
-    return lines[-1] if lines else ""
+        text = store.get(keys.error(rank)).decode()
+    else:
+        log = log_dir / f"rank{rank}.log"
+        lines = log.read_text(errors="replace").strip().splitlines() if log.exists() else []
+        text = lines[-1] if lines else ""
+    if not is_gloo_connection_error(text):
+        return text
+    used = [("the launcher's machine", local_gloo)]
+    used += [(f"machine {agent.name}", agent.gloo) for agent in assigned(store)]
+    return text + gloo_hint(used)
+
+
+# How gloo's failures to reach a peer read (torch 2.13: "Gloo connectFullMesh failed with
+# [.../pair.cc:152] timed out connecting: SO_ERROR: Connection refused, remote=[...]").
+GLOO_CONNECTION_MARKS = ("connectFullMesh", "timed out connecting", "gloo/transport/tcp")
+
+
+def is_gloo_connection_error(text: str) -> bool:
+    return any(mark in text for mark in GLOO_CONNECTION_MARKS)
+
+
+def gloo_hint(used: Sequence[tuple[str, str]]) -> str:
+    """Where to look when gloo cannot connect: the interface each machine's gloo used (the
+    address its peers were told to dial)."""
+    each = "; ".join(f"{who}: {interface or f'no {netif.ENV} (the address of its host name)'}"
+                     for who, interface in used)
+    return (f" [gloo could not connect; interfaces used: {each}. Set {netif.ENV} on each "
+            f"machine to the interface that reaches the others]")

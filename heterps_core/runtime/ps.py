@@ -27,6 +27,7 @@ from heterps_core.ps.optim import parse
 from heterps_core.ps.rowinit import FirstRows, RowInit, WeightRows
 from heterps_core.ps.shard import Shard, TableSpec
 from heterps_core.runtime.checkpoint import save_part
+from heterps_core.runtime.sealing import PartReports
 from heterps_core.runtime.spec import JobSpec
 from heterps_core.runtime.tables import (
     HEADER,
@@ -53,26 +54,34 @@ def first_rows(ref: TableRef) -> FirstRows:
     return WeightRows(ref.weight)
 
 
+def build_shard(spec: JobSpec, refs: list[TableRef], synchronous: bool) -> Shard:
+    """One shard of every table in `refs` (all of the model's), empty: rows come as they
+    are touched, or from a checkpoint (`Shard.load_state_dict`)."""
+    tables = [
+        TableSpec(
+            dim=int(ref.weight.shape[1]),
+            init=first_rows(ref),
+            optimizer=parse(spec.train.table_optimizer(ref.table), f"table {ref.table}"),
+            replicas=spec.stages[owning_stage(spec, ref)].units,
+            evict_after=spec.train.evict_after,
+        )
+        for ref in refs
+    ]
+    return Shard(tables, synchronous, spec.start_step)
+
+
 class ParameterServer:
     """One shard. `serve` runs until every client has said it is done."""
 
-    def __init__(self, spec: JobSpec, shard: int, model: ChainModel, synchronous: bool) -> None:
+    def __init__(self, spec: JobSpec, shard: int, model: ChainModel, synchronous: bool,
+                 parts: PartReports | None = None) -> None:
         self.spec = spec
+        self.parts = parts  # tells the launcher of each checkpoint part written (sealing)
         self.shard_index = shard
         refs = sparse_tables(model)
         self.clients = client_ranks(spec, refs)
         self.dims = [int(ref.weight.shape[1]) for ref in refs]
-        tables = [
-            TableSpec(
-                dim=self.dims[ref.table],
-                init=first_rows(ref),
-                optimizer=parse(spec.train.table_optimizer(ref.table), f"table {ref.table}"),
-                replicas=spec.stages[owning_stage(spec, ref)].units,
-                evict_after=spec.train.evict_after,
-            )
-            for ref in refs
-        ]
-        self.shard = Shard(tables, synchronous, spec.start_step)
+        self.shard = build_shard(spec, refs, synchronous)
         # Pulls not answered yet: source, round, (table, ids) of each table asked for.
         self._waiting: list[tuple[int, int, list[tuple[int, torch.Tensor]]]] = []
         self._markers: dict[tuple[int, int], int] = {}
@@ -96,8 +105,9 @@ class ParameterServer:
                 parts = parse_request(payload, n_tables)
                 sizes = [ids.numel() * self.dims[t] for t, ids in parts]
                 grads = self._recv(src, torch.empty(sum(sizes))).split(sizes)
-                for (t, ids), flat in zip(parts, grads, strict=True):
-                    self.shard.push(t, round_, ids, flat.view(ids.numel(), self.dims[t]))
+                self.shard.push_many(round_, [  # one pass over every table
+                    (t, ids, flat.view(ids.numel(), self.dims[t]))
+                    for (t, ids), flat in zip(parts, grads, strict=True)])
             elif op == OP_CHECKPOINT:
                 self._marker(OP_CHECKPOINT, round_)
             elif op == OP_DONE:
@@ -117,10 +127,9 @@ class ParameterServer:
                 blocked.add(src)
                 still.append((src, round_, parts))
                 continue
-            # One reply: every table's rows, flattened one after the other.
-            rows = [self.shard.pull(t, ids).reshape(-1) for t, ids in parts]
+            # One reply: every table's rows, flattened one after the other (one pass).
             self._pulled += sum(ids.numel() for _, ids in parts)
-            self.outbox.send(torch.cat(rows) if len(rows) > 1 else rows[0], src, TAG_PS_REPLY)
+            self.outbox.send(self.shard.pull_many(parts), src, TAG_PS_REPLY)
         self._waiting = still
 
     def _marker(self, op: int, step: int) -> None:
@@ -130,10 +139,15 @@ class ParameterServer:
             del self._markers[key]
             assert self.spec.checkpoint_dir is not None
             rank = self.spec.ps_ranks()[self.shard_index]
-            save_part(self.spec.checkpoint_dir, step, rank, self.shard.state_dict(step))
+            written = save_part(self.spec.checkpoint_dir, step, rank, self.shard.state_dict(step))
+            if self.parts is not None:
+                self.parts.report(step, written)
 
     def stats(self) -> dict[str, int]:
         """Rows held, the bytes of rows, optimiser state and index, rows pulled (for the run
         summary)."""
-        return {"rows_held": sum(self.shard.rows()), "table_bytes": self.shard.nbytes(),
-                "rows_pulled": self._pulled}
+        return shard_stats(self.shard, self._pulled)
+
+
+def shard_stats(shard: Shard, pulled: int) -> dict[str, int]:
+    return {"rows_held": sum(shard.rows()), "table_bytes": shard.nbytes(), "rows_pulled": pulled}

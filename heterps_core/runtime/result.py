@@ -40,12 +40,30 @@ class RunResult:
     # rank -> what the process reported at its end: peak_rss_bytes (and a server shard's
     # rows_held, table_bytes); ranks that did not report are missing.
     process_stats: dict[int, dict[str, int]] = field(default_factory=dict)
+    # stage (1-based) -> the machine its processes ran on (provenance.this_host()); "" when
+    # its replicas ran on several machines or one did not say.
+    stage_hosts: dict[int, str] = field(default_factory=dict)
+    # Every step this run sealed a checkpoint at, in order: the older ones pruned since too
+    # (the directory keeps the newest two), so the interval that ran is on record.
+    sealed_steps: tuple[int, ...] = ()
 
     @property
     def final_loss(self) -> float | None:
         """The mean loss of the last FINAL_LOSS_STEPS mini-batches (None before any)."""
         tail = self.losses[-FINAL_LOSS_STEPS:]
         return sum(tail) / len(tail) if tail else None
+
+
+def stage_hosts(store: dist.Store, spec: JobSpec) -> dict[int, str]:
+    """Where each stage ran, as its processes said when they started (`RunResult`)."""
+    seen: dict[int, set[str]] = {}
+    for rank in spec.ranks:
+        if rank.role != "stage":
+            continue
+        key = keys.where(rank.rank)
+        said = json.loads(store.get(key).decode()) if store.check([key]) else {}
+        seen.setdefault(rank.stage + 1, set()).add(str(said.get("machine") or ""))
+    return {stage: hosts.pop() if len(hosts) == 1 else "" for stage, hosts in seen.items()}
 
 
 def process_stats(store: dist.Store, spec: JobSpec) -> dict[int, dict[str, int]]:

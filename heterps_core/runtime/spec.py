@@ -41,10 +41,16 @@ class RankSpec:
     # ("" when the plan places no server: the shards run at the coordinator). Agents are
     # handed the remote ranks of the types they provide.
     resource: str = ""
+    # A shard served inside the process of stage rank `host` (assignment.in_process_shards);
+    # -1: a process of its own. Either way it keeps its rank: its checkpoint part, its stats.
+    host: int = -1
+    # Intra-op threads the compile step sized it to (runtime/threads.py); 0: its target's.
+    threads: int = 0
 
     def describe(self) -> str:
         if self.role == "ps":
-            return f"parameter server shard {self.replica} (rank {self.rank})"
+            inside = f", in rank {self.host}'s process" if self.host >= 0 else ""
+            return f"parameter server shard {self.replica} (rank {self.rank}{inside})"
         return f"stage {self.stage + 1} replica {self.replica} (rank {self.rank})"
 
 
@@ -84,6 +90,16 @@ class TrainSettings:
 
 
 @dataclass(frozen=True)
+class SkippedStep:
+    """A checkpoint newer than the one a resume starts from, and why it was passed over
+    (`damaged`: sealed, yet a part fails its manifest; else it was never sealed)."""
+
+    step: int
+    why: str
+    damaged: bool = False
+
+
+@dataclass(frozen=True)
 class JobSpec:
     train: TrainSettings
     stages: tuple[StageSpec, ...]
@@ -95,10 +111,25 @@ class JobSpec:
     backend: str = "gloo"
     report_interval_s: float = 0.5
     extra: dict[str, Any] = field(default_factory=dict)
+    # One launch of the job (fresh per Launcher): a step is sealed only from the parts this
+    # attempt wrote (checkpoint.py); newer steps a resume passed over, newest first.
+    attempt: str = ""
+    resume_skipped: tuple[SkippedStep, ...] = ()
 
     @property
     def world_size(self) -> int:
+        """Ranks: every stage replica and shard (each writes one part of a checkpoint)."""
         return len(self.ranks)
+
+    @property
+    def processes(self) -> tuple[RankSpec, ...]:
+        """The ranks that run as processes of their own (the process group's members): all
+        but the shards served inside a stage's process, which come last (`layout`)."""
+        return tuple(r for r in self.ranks if r.host < 0)
+
+    def hosted_shards(self, rank: int) -> list[RankSpec]:
+        """The shards served inside rank `rank`'s process."""
+        return [r for r in self.ranks if r.host == rank]
 
     @property
     def round_steps(self) -> int:
@@ -133,6 +164,8 @@ class JobSpec:
             backend=data["backend"],
             report_interval_s=data["report_interval_s"],
             extra=data["extra"],
+            attempt=data.get("attempt", ""),
+            resume_skipped=tuple(SkippedStep(**s) for s in data.get("resume_skipped", ())),
         )
 
 

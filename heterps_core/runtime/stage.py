@@ -23,12 +23,14 @@ from heterps_core.ps import optim
 from heterps_core.ps.remote import BatchRows
 from heterps_core.runtime import sync
 from heterps_core.runtime.checkpoint import checkpoint_due, load_stage, save_stage
-from heterps_core.runtime.datasource import held_out, replica_batches
+from heterps_core.runtime.datasource import held_out, job_ahead, replica_batches
 from heterps_core.runtime.links import StageLinks
 from heterps_core.runtime.liveness import Heartbeat
 from heterps_core.runtime.metrics import Clock, Reporter
 from heterps_core.runtime.models import resolve_model
 from heterps_core.runtime.ps_client import PSClient
+from heterps_core.runtime.ps_inprocess import InProcessShards
+from heterps_core.runtime.sealing import PartReports
 from heterps_core.runtime.spec import JobSpec, RankSpec
 from heterps_core.runtime.tables import OP_CHECKPOINT, OP_DONE, sparse_tables
 from heterps_core.runtime.wire import TAG_EVAL, TAG_FORWARD, TAG_LABELS
@@ -68,6 +70,7 @@ class StageWorker:
         self.device = torch.device(device)
         self.group = group
         self.reporter = reporter
+        self.parts = PartReports(reporter.store, me.rank, spec.attempt)  # for the sealing
         self.clock = clock
         train = spec.train
         self.zoo = resolve_model(train.model)
@@ -81,9 +84,15 @@ class StageWorker:
         refs = [
             r for r in sparse_tables(self.model) if self.stage.first <= r.layer <= self.stage.last
         ]
+        # The shards, when this process serves them (assignment.in_process_shards): built
+        # from the model's tables before they are replaced.
+        hosted = spec.hosted_shards(me.rank)
+        self.local = InProcessShards(spec, hosted, sparse_tables(self.model),
+                                     reporter.store) if hosted else None
         # The stage holds none of its tables: they become remote tables that look up in the
         # rows pulled for the current mini-batch (ps/remote.py).
-        self.client = PSClient(spec, refs, self.model, clock, self.device) if refs else None
+        self.client = PSClient(spec, refs, self.model, clock, self.device,
+                               self.local) if refs else None
         self.layers = nn.ModuleList(list(self.model.layers)[self.stage.first : self.stage.last + 1])
         self.layers.to(self.device)
         self.dense = list(self.layers.parameters())
@@ -120,6 +129,11 @@ class StageWorker:
             saving = boundary == stop_at or checkpoint_due(
                 spec.checkpoint_dir, spec.checkpoint_every, spec.train.steps, boundary
             )
+            if batch is not None and not saving and depth == 0:
+                # Ahead of one push of this replica at most (a stage that runs ahead pulls
+                # after the older one's push, as before); not across a checkpoint: the
+                # shards' parts hold what the steps before it touched, no more.
+                self._prefetch(round_ + 1, batch)
             while len(in_flight) > (0 if saving else depth):
                 self.backward_part(in_flight.popleft())
             if saving:
@@ -132,7 +146,16 @@ class StageWorker:
         if self.client is not None:
             self.client.marker(OP_DONE, spec.train.steps)
             self.client.close()
+        if self.local is not None:
+            self.local.report_stats()
         self.reporter.flush()
+
+    def _prefetch(self, round_: int, batch: Batch) -> None:
+        """Ask for the rows of the next mini-batch (`round_`): they move while this one's
+        backward pass and updates run (ps_client.py: `prefetch`)."""
+        if self.client is not None:
+            whole = {key: value.to(self.device) for key, value in batch[0].items()}
+            self.client.prefetch(round_, lambda: self._forward(whole))
 
     def _stop_at(self, boundary: int) -> int | None:
         """The launcher's drain step, if it asked for one (a multiple of whole rounds)."""
@@ -149,7 +172,8 @@ class StageWorker:
         (or parses) only those (runtime/datasource.py)."""
         k, start = self.replicas, self.spec.start_step
         first = start + (self.me.replica - start) % k
-        return replica_batches(self.spec.train, self.zoo, self.config, start=first, step=k)
+        return replica_batches(self.spec.train, self.zoo, self.config, start=first, step=k,
+                               ahead=job_ahead())
 
     def forward_part(self, m: int, round_: int, batch: Batch | None, more: bool) -> _InFlight:
         """Every micro-batch forward (and, on the last stage, its backward too).
@@ -241,7 +265,7 @@ class StageWorker:
             x: Any = {key: value.to(self.device) for key, value in self.held[0].items()}
             if self.client is not None:
                 # Read-only: rows as of round m's update (no push follows this pull).
-                self.client.begin(round_ + 1, lambda: self._forward(x), cached=False)
+                self.client.begin(round_ + 1, lambda: self._forward(x), training=False)
         else:
             x = self.links.receive_now(self.spec.replica_rank(s - 1, m), TAG_EVAL)
         with torch.no_grad():
@@ -261,7 +285,9 @@ class StageWorker:
 
     def _checkpoint(self, step: int) -> None:
         assert self.spec.checkpoint_dir is not None
-        save_stage(self.spec.checkpoint_dir, step, self.me.rank, self.layers, self.optimizer)
+        written = save_stage(self.spec.checkpoint_dir, step, self.me.rank, self.layers,
+                             self.optimizer)
+        self.parts.report(step, written)
         if self.client is not None:
             self.client.marker(OP_CHECKPOINT, step)
 

@@ -10,14 +10,14 @@ runner, and a pipeline mode name means one thing here.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
-
-import torch
-import torch.distributed as dist
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from heterps_core.plan import Plan
 from heterps_core.registry import Registry, UnknownName
 from heterps_core.runtime.errors import RunConfigError
+
+if TYPE_CHECKING:
+    import torch
 
 
 class PipelineSync:
@@ -73,6 +73,10 @@ def all_reduce_mean(params: Sequence[torch.nn.Parameter], group: Any, replicas: 
     """One flat all-reduce of every dense gradient (missing gradients count as zero)."""
     if replicas <= 1 or not params:
         return
+    # Here, not at the top: `heterps run` checks a sync mode's name before torch is imported.
+    import torch
+    import torch.distributed as dist
+
     grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
     flat = torch.cat([g.reshape(-1) for g in grads])
     dist.all_reduce(flat, group=group)

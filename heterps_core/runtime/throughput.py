@@ -15,12 +15,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from heterps_core.hardware.defaults import DEFAULT_KINDS
 from heterps_core.plan import Plan
+from heterps_core.provenance import UNKNOWN, ResourceProvenance
 from heterps_core.runtime.result import RunResult
-
-# Resource names that are GPUs (the catalogue's kind is used where it is known).
-GPU_WORDS = ("gpu", "cuda", "t4", "v100", "a100", "h100", "h200", "k80", "p100", "l4", "a10")
 
 
 @dataclass(frozen=True)
@@ -82,29 +79,27 @@ DEFINITION = ("samples of the mini-batches finished after the first, over the sp
               "the first finished mini-batch to the last")
 
 
-def is_gpu(resource: str, kind: str | None = None) -> bool:
-    if kind:
-        return kind.lower() == "gpu"
-    name = resource.lower()
-    return any(word in name for word in GPU_WORDS)
-
-
-# The hardware catalogue's named machines: bound to this machine, they ran on a stand-in.
-CATALOGUE_MACHINES = frozenset(kind.name for kind in DEFAULT_KINDS)
-
-
-def is_substitute(resource: str, target: str, kind: str | None = None) -> bool:
-    """Whether the plan's per-stage prediction is for hardware that did not run: a GPU type
-    bound to a CPU (or a CPU type to a GPU), or one of the catalogue's named machines
-    (cpu-c6i.8xlarge, gpu-t4, ...) bound to this machine instead of to an agent of its type
-    (a 32-vCPU c6i on one thread here is not a c6i). A type of one's own bound to this
-    machine (local-1 of `--include-local`, a hand-made cpu type) is taken to be this
-    machine: its measured numbers are its own."""
-    if target.startswith("remote"):
-        return is_gpu(resource, kind) != target.endswith("cuda")
-    if resource in CATALOGUE_MACHINES:
+def is_substitute(record: ResourceProvenance | None, target: str, ran_on: str) -> bool:
+    """Whether a stage's measured time is of other hardware than its resource type's
+    figures, so the two must not be compared: True unless every figure of the type was
+    measured (on this host, by an agent, or in a run) on the machine the stage ran on
+    (`ran_on`, a `provenance.this_host()` identity) and on the device class of its binding
+    `target` (a CPU figure for `cpu`/`remote`, a CUDA one for `cuda:N`/`remote:cuda`).
+    Estimated, given or unknown figures, a machine not recorded on either side, another
+    machine or another device: a substitute. Names never count: `c6i` made from the
+    catalogue's `cpu-c6i.8xlarge` and bound to this CPU is the roofline for a c6i, not this
+    machine."""
+    where = (record or UNKNOWN).measured_on
+    if where is None or not ran_on:
         return True
-    return is_gpu(resource, kind) != target.startswith("cuda")
+    host, device = where
+    return host != ran_on or device != device_of(target)
+
+
+def device_of(target: str) -> str:
+    """The device class a binding target runs on: 'cuda' or 'cpu'."""
+    head, _, tail = target.strip().partition(":")
+    return "cuda" if head == "cuda" or (head == "remote" and tail == "cuda") else "cpu"
 
 
 @dataclass(frozen=True)
@@ -119,7 +114,8 @@ class StageMeasure:
     idle_s: float
     batches: int  # mini-batches the stage finished (every replica together)
     predicted_time_per_batch_s: float | None  # the plan's, for one unit
-    substitute: bool = False
+    substitute: bool = True  # like with like only when provenance says so (is_substitute)
+    host: str = ""  # the machine it ran on (provenance.this_host()); "": not known
 
     @property
     def measured_time_per_batch_s(self) -> float | None:
@@ -140,7 +136,7 @@ class StageMeasure:
     def to_dict(self) -> dict[str, Any]:
         return {
             "stage": self.stage, "resource": self.resource, "units": self.units,
-            "bound_to": self.bound_to, "substitute": self.substitute,
+            "bound_to": self.bound_to, "host": self.host, "substitute": self.substitute,
             "busy_total_s": self.busy_s, "idle_total_s": self.idle_s, "batches": self.batches,
             "measured_time_per_batch_s": self.measured_time_per_batch_s,
             "predicted_time_per_batch_s": self.predicted_time_per_batch_s,
@@ -154,18 +150,22 @@ def stage_measures(
     busy: Mapping[int, float],
     idle: Mapping[int, float],
     batches: int,
-    kinds: Mapping[str, str] | None = None,
+    records: Mapping[str, ResourceProvenance] | None = None,
+    hosts: Mapping[int, str] | None = None,
 ) -> list[StageMeasure]:
-    """Each stage's run totals next to the plan's per-unit time (stages 1-based)."""
-    kinds = kinds or {}
+    """Each stage's run totals next to the plan's per-unit time (stages 1-based), and
+    whether it ran on a substitute: by `records` (each type's provenance; a type without
+    one is unknown) and `hosts` (stage -> the machine it ran on)."""
+    records, hosts = records or {}, hosts or {}
     out = []
     for i, stage in enumerate(plan.stages, start=1):
         target = binding.get(stage.resource, "cpu")
+        host = hosts.get(i, "")
         out.append(StageMeasure(
             stage=i, resource=stage.resource, units=stage.units or 1, bound_to=target,
             busy_s=busy.get(i, 0.0), idle_s=idle.get(i, 0.0), batches=batches,
             predicted_time_per_batch_s=stage.time_per_batch_s,
-            substitute=is_substitute(stage.resource, target, kinds.get(stage.resource)),
+            substitute=is_substitute(records.get(stage.resource), target, host), host=host,
         ))
     return out
 
@@ -209,23 +209,27 @@ def error(measured: float | None, predicted: float | None) -> float | None:
 
 
 def run_summary(
-    result: RunResult, batch_size: int, flushes: bool, kinds: Mapping[str, str] | None = None
+    result: RunResult, batch_size: int, flushes: bool,
+    records: Mapping[str, ResourceProvenance] | None = None,
 ) -> dict[str, Any]:
     """What a finished run measured, in the CLI's `--json` names (the web app stores the same):
-    the measured throughput and how it is defined, start-up, each stage next to the plan, and
-    the plan re-evaluated with the stage times of what ran."""
+    the measured throughput and how it is defined, start-up, each stage next to the plan
+    (a substitute or not by `records`, the plan's types' provenance, and where each stage
+    ran), and the plan re-evaluated with the stage times of what ran."""
     plan = result.plan
     batches = len(result.losses)
     last = result.last_sample
-    measures = stage_measures(plan, result.binding, result.busy_s, result.idle_s, batches, kinds)
+    measures = stage_measures(plan, result.binding, result.busy_s, result.idle_s, batches,
+                              records, result.stage_hosts)
     as_run = predicted_as_run(plan, measures, batch_size, flushes)
     substitutes = [f"stage {m.stage} ({m.resource}) ran on {m.bound_to}"
                    for m in measures if m.substitute]
     notes = [as_run.note]
     if substitutes:
         notes.append("substitute hardware: " + "; ".join(substitutes) + ": the plan's "
-                     "prediction is for hardware that did not run; compare with "
-                     "predicted_throughput_as_run")
+                     "prediction is not for hardware measured where it ran (its figures are "
+                     "estimated, of another machine, or of unknown provenance); compare "
+                     "with predicted_throughput_as_run")
     return {
         "throughput": result.throughput or None,
         "throughput_definition": DEFINITION,

@@ -27,6 +27,7 @@ from heterps_core.runtime.liveness import Heartbeat
 from heterps_core.runtime.metrics import Clock, Reporter
 from heterps_core.runtime.models import resolve_model
 from heterps_core.runtime.ps import ParameterServer
+from heterps_core.runtime.sealing import PartReports
 from heterps_core.runtime.spec import JobSpec, RankSpec
 from heterps_core.runtime.stage import StageWorker
 from heterps_core.zoo.tables import tables_on_meta
@@ -59,7 +60,9 @@ def run_rank(
             f"{me.describe()} must run on {want} (job target {me.target}), "
             f"the agent bound it to {target}"
         )
-    torch.set_num_threads(target.threads)
+    # The count the compile step sized (runtime/threads.py), else the target's; the template
+    # forked this process with one thread, so torch's pool is made here, at this size.
+    torch.set_num_threads(me.threads or target.threads)
     device = device_of(target)
     if device.startswith("cuda"):
         torch.cuda.set_device(torch.device(device))
@@ -67,7 +70,7 @@ def run_rank(
         spec.backend,
         store=keys.process_group_store(store),
         rank=rank,
-        world_size=spec.world_size,
+        world_size=len(spec.processes),  # a shard served in a stage's process is no member
         timeout=GLOO_TIMEOUT,
     )
     try:
@@ -79,25 +82,34 @@ def run_rank(
         clock = Clock()
         stats: dict[str, int] = {}
         if me.role == "ps":
-            stats = _serve(spec, me)
+            stats = _serve(spec, me, PartReports(store, rank, spec.attempt), heartbeat)
         else:
             reporter = Reporter(store, rank, clock, spec.report_interval_s)
-            StageWorker(spec, me, device, groups[me.stage], reporter, clock, heartbeat).run()
+            stage = StageWorker(spec, me, device, groups[me.stage], reporter, clock, heartbeat)
+            if heartbeat is not None:
+                heartbeat.up()  # built and restored: start-up is over (liveness.py)
+            stage.run()
         # ru_maxrss is in KiB on Linux: the process's peak resident set, torch included.
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-        store.set(keys.stats(rank), json.dumps({"peak_rss_bytes": peak, **stats}))
+        # threads: what the compile step sized this process to (runtime/threads.py), as applied.
+        store.set(keys.stats(rank), json.dumps(
+            {"peak_rss_bytes": peak, "threads": torch.get_num_threads(), **stats}))
     finally:
         dist.destroy_process_group()
 
 
-def _serve(spec: JobSpec, me: RankSpec) -> dict[str, int]:
+def _serve(spec: JobSpec, me: RankSpec, parts: PartReports,
+           heartbeat: Heartbeat | None) -> dict[str, int]:
     zoo = resolve_model(spec.train.model)
     with tables_on_meta():  # the server creates rows as they are touched
         model = zoo.build(zoo.config(spec.train.size), seed=spec.train.seed)
-    server = ParameterServer(spec, me.replica, model, sync.get(spec.train.sync).ps_synchronous)
+    server = ParameterServer(spec, me.replica, model, sync.get(spec.train.sync).ps_synchronous,
+                             parts)
     if spec.start_step > 0:
         assert spec.checkpoint_dir is not None
         server.load(load_part(spec.checkpoint_dir, spec.start_step, me.rank))
+    if heartbeat is not None:
+        heartbeat.up()  # start-up is over (liveness.py)
     server.serve()
     return server.stats()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from heterps_core.budget import Stopwatch
+from heterps_core.costmodels.caps import NO_CAPS, CostCaps
 from heterps_core.instance import Instance
 from heterps_core.plan import Plan
 from heterps_core.progress import ProgressCallback, no_progress
@@ -22,10 +23,13 @@ class Scheduler:
     name: ClassVar[str]
     summary: ClassVar[str]
     stochastic: ClassVar[bool] = False
+    honours_caps: ClassVar[bool] = False  # searches only plans within `caps` (exact, brute)
 
     def __init__(self, seed: int = 0, budget_s: float | None = None, **options: object) -> None:
         self.seed = seed
         self.budget_s = budget_s
+        caps = options.pop("caps", None)
+        self.caps = caps if isinstance(caps, CostCaps) else NO_CAPS
         self.options = options
         self.last_cpu_s: float | None = None  # CPU seconds of the last `plan`
 
@@ -36,7 +40,13 @@ class Scheduler:
 
     def plan(self, instance: Instance, progress: ProgressCallback = no_progress) -> Plan:
         watch = Stopwatch()
+        self.caps.check(instance)
         plan = self.solve(instance, progress)
+        if not self.honours_caps and plan.feasible and not self.caps.meets(plan, instance):
+            plan = Plan(scheduler=self.name, feasible=False, assignment=plan.assignment,
+                        reason=f"no plan: the plan {self.name} found breaks the caps "
+                               f"({self.caps.breach(plan)}); --scheduler exact finds the "
+                               "cheapest plan within them, or what the target needs")
         self.last_cpu_s = watch.cpu_s
         return plan.with_scheduler(self.name, watch.wall_s)
 

@@ -29,6 +29,7 @@ from heterps_core.schedulers.capacity_dp import (
 )
 from heterps_core.schedulers.chain_dp import Run, uncapped_optimum
 from heterps_core.schedulers.exact_bounds import CapBounds, cap_bounds
+from heterps_core.schedulers.exact_caps import exact_within_caps
 from heterps_core.schedulers.exact_ilp import capped_optimum
 from heterps_core.schedulers.exact_v2 import exact_v2
 from heterps_core.schedulers.registry import register
@@ -49,10 +50,16 @@ MAX_DP_BYTES = 1.5e9
 class ExactScheduler(Scheduler):
     name = "exact"
     summary = "Provably cheapest plan: DP over (prefix, last resource[, units used])."
+    honours_caps = True
 
     def solve(self, instance: Instance, progress: ProgressCallback) -> Plan:
         budget = DEFAULT_BUDGET_S if self.budget_s is None else self.budget_s
-        return exact_plan(instance, budget_s=budget, progress=progress)
+        optimum = exact_plan(instance, budget_s=budget, progress=progress)
+        if not self.caps.any:
+            return optimum
+        return exact_within_caps(
+            instance, self.caps, optimum,
+            lambda table: exact_plan(instance, table=table, budget_s=budget), progress)
 
 
 def exact_plan(

@@ -9,12 +9,14 @@ additions, same tolerance rules), so a stage gets the very units `provision` wou
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 from numpy.typing import NDArray
 
+from heterps_core.costmodels import market
 from heterps_core.costmodels.chain import ChainCosts
 from heterps_core.costmodels.common import REL_TOL
 from heterps_core.instance import Instance
@@ -71,6 +73,19 @@ class StageTable:
         for r, name in enumerate(self.resources):
             self._stages_on(name, r)
         del self._sync_bytes, self._fixed, self._sharded, self._k_mem
+
+    def without_slower_than(self, floor: float) -> StageTable:
+        """A copy without the stages whose throughput is below `floor` samples/s: its plans
+        are exactly this table's plans that run at `floor` or faster (a plan runs at its
+        slowest stage's rate)."""
+        table = copy.copy(self)
+        for name in ("units_by_last", "cost_by_last", "throughput_by_last", "by_resource"):
+            table.__dict__.pop(name, None)
+        slow = self.throughput_packed < floor
+        table.units_packed = np.where(slow, 0, self.units_packed)
+        table.cost_packed = np.where(slow, np.inf, self.cost_packed)
+        table.throughput_packed = np.where(slow, 0.0, self.throughput_packed)
+        return table
 
     def stage(self, resource: int, first: int, last: int) -> tuple[int, float, float]:
         """(units, cost, throughput) of stage first..last on resource index `resource`."""
@@ -148,7 +163,8 @@ class StageTable:
         safe_k = np.where(ok, units, 1).astype(np.float64)
         thr = safe_k * inst.batch_size / (base + (safe_k - 1) / safe_k * sync)
         self.units_packed[r] = units
-        self.cost_packed[r] = np.where(ok, units * res.price_per_hour, np.inf)
+        state_gb = self._fixed + self._sharded / safe_k
+        self.cost_packed[r] = np.where(ok, market.unit_costs(res, safe_k, state_gb), np.inf)
         self.throughput_packed[r] = np.where(ok, thr, 0.0)
 
 

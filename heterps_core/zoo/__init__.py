@@ -1,22 +1,30 @@
 """The model zoo: name -> `ZooModel`, one registry (`get`, `names`, `@register`).
 
-Each module listed in `_BUILTINS` defines one zoo model class decorated with `@register`;
-adding a model is one class plus one line there. The registry holds one instance of each
-(zoo models are stateless descriptions); `get` returns it. The modules load on the first
-lookup, so importing the package stays cheap.
+Each module listed in `BUILTIN_NAMES` defines the zoo model of that name, one class decorated
+with `@register`; adding a model is one class plus one line there. The registry holds one
+instance of each (zoo models are stateless descriptions); `get` returns it. The modules load
+on the first lookup, and the package itself imports no torch (`ChainModel` and the other base
+classes load on first use), so `heterps run` can refuse an unknown name by `BUILTIN_NAMES`
+before torch is imported (a test checks the list against the registry).
 """
 
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING, Any
 
 from heterps_core.registry import Registry, UnknownName
-from heterps_core.zoo.base import ChainLayer, ChainModel, ModelConfig, ZooModel
 
-__all__ = ["ChainLayer", "ChainModel", "ModelConfig", "UnknownModelError", "ZooModel",
-           "get", "names", "register"]
+if TYPE_CHECKING:
+    from heterps_core.zoo.base import ChainLayer, ChainModel, ModelConfig, ZooModel
 
-_BUILTINS = (
+__all__ = ["BUILTIN_NAMES", "ChainLayer", "ChainModel", "ModelConfig", "UnknownModelError",
+           "ZooModel", "get", "names", "register"]
+
+_BASE_CLASSES = ("ChainLayer", "ChainModel", "ModelConfig", "ZooModel")
+
+# Model name == the module that defines it (torch-free: read before any model is loaded).
+BUILTIN_NAMES = (
     "ctr_dnn",
     "wide_deep",
     "deepfm",
@@ -31,8 +39,16 @@ class UnknownModelError(UnknownName):
     """A model name that no zoo entry has."""
 
 
+def __getattr__(name: str) -> Any:
+    if name not in _BASE_CLASSES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module("heterps_core.zoo.base"), name)
+    globals()[name] = value
+    return value
+
+
 def _load_builtins() -> None:
-    for module in _BUILTINS:
+    for module in BUILTIN_NAMES:
         importlib.import_module(f"heterps_core.zoo.{module}")
 
 

@@ -48,6 +48,19 @@
              range: [start - step * 0.08, end + step * 0.08] };
   }
 
+  // `fn` called at most once per `ms` (the first call at once, later ones coalesced into one
+  // call at the end of the interval): live charts redraw at most once a second however
+  // fast samples arrive (issue 25.10).
+  function throttle(fn, ms) {
+    let last = -Infinity, timer = null;
+    const run = () => { timer = null; last = Date.now(); fn(); };
+    return () => {
+      if (timer !== null) return;
+      const wait = last + ms - Date.now();
+      if (wait <= 0) run(); else timer = setTimeout(run, wait);
+    };
+  }
+
   const legendAbove = { orientation: "h", x: 0, xanchor: "left", y: 1.02, yanchor: "bottom" };
-  window.HeterPSCharts = { logTicks, linearTicks, padded, legendAbove, fmt };
+  window.HeterPSCharts = { logTicks, linearTicks, padded, legendAbove, fmt, throttle };
 })();

@@ -26,29 +26,138 @@
   const stepAxis = dp ? "step (local steps, all workers)" : "step (mini-batches)";
   const key = (s) => `${s.step}@${s.elapsed_s}`;
 
-  function draw() {
+  // Redraws are batched (issue 25.10): samples arrive every 0.5 s or faster, and each full
+  // redraw of three charts costs a loaded client more than that. New samples wait in
+  // `pending`; at most once per REDRAW_MS each chart gets them with Plotly.extendTraces
+  // (points appended, nothing re-laid out). A full Plotly.react only draws the page's first
+  // state, and the loss chart again when ASHL's switch first shows.
+  const REDRAW_MS = 1000;
+  const pending = [];
+  let timer = null;
+  let lastFlush = 0;
+  let drawnSwitch = null;
+
+  // x of the guide lines (estimates): from 0 to the latest sample; live, extendTraces
+  // carries them along with the measured points.
+  const guideX = (t) => (t.length ? [0, t[t.length - 1]] : [0]);
+
+  // The plan's estimate and the measured figures can be orders apart (a plan for a GPU
+  // cluster, a run on this CPU): on one linear axis the measured line looks like zero, so
+  // such a chart gets a log axis, labelled in full.
+  function throughputAxis() {
+    const measured = series.map((s) => s.samples_per_s).filter((v) => v > 0);
+    const guides = dp ? [] : [job.predicted_throughput, job.as_run].filter((v) => v > 0);
+    const linear = { title: { text: "throughput (samples/s)" } };
+    if (!measured.length || !guides.length) return linear;
+    const top = Math.max(...measured);
+    const apart = Math.max(...guides.map((g) => Math.max(g / top, top / g)));
+    if (apart < 20) return linear;
+    const ticks = window.HeterPSCharts.logTicks([...measured, ...guides]);
+    delete ticks.range; // live points may go past it: let the axis follow them
+    if (ticks.tickvals && ticks.tickvals.length > 8) { // many decades: label each power of ten
+      const whole = ticks.tickvals.map((v, i) => [v, ticks.ticktext[i]])
+        .filter(([v]) => Math.abs(Math.log10(v) - Math.round(Math.log10(v))) < 1e-9);
+      ticks.tickvals = whole.map(([v]) => v);
+      ticks.ticktext = whole.map(([, text]) => text);
+    }
+    // 1k, 10k, 1M: seven digits crowd the axis title on a 300 px chart.
+    const short = (v) => (v >= 1e6 ? `${v / 1e6}M` : v >= 1e4 ? `${v / 1e3}k` : null);
+    if (ticks.tickvals) ticks.ticktext = ticks.tickvals.map((v, i) => short(v) || ticks.ticktext[i]);
+    return { type: "log", title: { text: "throughput (samples/s, log scale)" }, ...ticks };
+  }
+
+  let drawnLog = false;
+  // Markers help a short run; on hundreds of points they merge into a thick band.
+  const marked = () => (series.length > 150 ? "lines" : "lines+markers");
+
+  function drawThroughput() {
     const t = series.map((s) => s.elapsed_s);
-    const tEnd = t.length ? t[t.length - 1] : 1;
+    const lineX = guideX(t);
     // The plan's estimate is for its pipeline on the cluster: no yardstick for a
     // data-parallel run on the trainer's clock, so that line is left out there.
-    Plotly.react("chart-throughput", [
-      { x: t, y: series.map((s) => s.samples_per_s), name: dp ? "all workers" : "measured, per report window", mode: "lines+markers" },
-      ...(dp ? [] : [{ x: [0, tEnd], y: [job.predicted_throughput, job.predicted_throughput], name: "plan estimate", mode: "lines", line: { dash: "dash" } }]),
-    ], layout(timeAxis, "throughput (samples/s)"), config);
+    const lines = [{ x: t, y: series.map((s) => s.samples_per_s), name: dp ? "all workers" : "measured, per report window", mode: marked() }];
+    if (!dp) {
+      lines.push({ x: lineX, y: lineX.map(() => job.predicted_throughput), name: "plan estimate", mode: "lines", line: { dash: "dash" } });
+      // A run that ran on substitutes has its own yardstick: the plan with the stage times
+      // that ran (server-computed: the finished page, or the latest stored sample).
+      if (job.as_run) {
+        lines.push({ x: lineX, y: lineX.map(() => job.as_run), name: "predicted for what ran", mode: "lines", line: { dash: "dot" } });
+      }
+    }
+    const throughputLayout = layout(timeAxis, "throughput (samples/s)");
+    throughputLayout.yaxis = throughputAxis();
+    drawnLog = throughputLayout.yaxis.type === "log";
+    Plotly.react("chart-throughput", lines, throughputLayout, config);
+  }
+
+  function drawCost() {
+    const t = series.map((s) => s.elapsed_s);
+    const lineX = guideX(t);
+    Plotly.react("chart-cost", [
+      { x: t, y: series.map((s) => s.cost), name: "accrued ($ total, this run)", mode: marked() },
+      { x: lineX, y: lineX.map((x) => job.predicted_cost_per_hour * x / 3600), name: "estimate ($/hour × time)", mode: "lines", line: { dash: "dash" } },
+    ], layout(timeAxis, "cost ($ total)"), config);
+  }
+
+  function draw() {
+    drawThroughput();
+    drawLoss();
+    drawCost();
+  }
+
+  function drawLoss() {
     const withLoss = series.filter((s) => s.loss !== null);
     const lossLayout = layout(stepAxis, "loss (training objective)");
     const sw = dp ? switchStep() : null;
+    drawnSwitch = sw;
     if (sw !== null) {
       lossLayout.shapes = [{ type: "line", x0: sw, x1: sw, yref: "paper", y0: 0, y1: 1, line: { dash: "dot", color: "#33445c" } }];
       lossLayout.annotations = [{ x: sw, yref: "paper", y: 0.02, text: "AHL→SHL", showarrow: false, xanchor: "left" }];
     }
     Plotly.react("chart-loss", [
-      { x: withLoss.map((s) => s.step), y: withLoss.map((s) => s.loss), name: "loss (window mean)", mode: "lines+markers" },
+      { x: withLoss.map((s) => s.step), y: withLoss.map((s) => s.loss), name: "loss (window mean)", mode: marked() },
     ], lossLayout, config);
-    Plotly.react("chart-cost", [
-      { x: t, y: series.map((s) => s.cost), name: "accrued ($ total, this run)", mode: "lines+markers" },
-      { x: [0, tEnd], y: [0, job.predicted_cost_per_hour * tEnd / 3600], name: "estimate ($/hour × time)", mode: "lines", line: { dash: "dash" } },
-    ], layout(timeAxis, "cost ($ total)"), config);
+  }
+
+  // Append the pending samples to every chart: one extendTraces call per chart.
+  function extend(batch) {
+    const t = batch.map((s) => s.elapsed_s);
+    const tLast = t[t.length - 1];
+    const guides = (value) => [[tLast], [value]];
+    if ((throughputAxis().type === "log") !== drawnLog) {
+      drawThroughput(); // the measured and the estimate grew orders apart: a log axis
+    } else if (dp) {
+      Plotly.extendTraces("chart-throughput", { x: [t], y: [batch.map((s) => s.samples_per_s)] }, [0]);
+    } else {
+      const extra = job.as_run ? [guides(job.as_run)] : [];
+      const g = [guides(job.predicted_throughput), ...extra];
+      Plotly.extendTraces("chart-throughput", {
+        x: [t, ...g.map((p) => p[0])], y: [batch.map((s) => s.samples_per_s), ...g.map((p) => p[1])],
+      }, [0, 1, ...(job.as_run ? [2] : [])]);
+    }
+    if (dp && switchStep() !== drawnSwitch) drawLoss(); // the switch line moves the layout
+    else {
+      const withLoss = batch.filter((s) => s.loss !== null);
+      if (withLoss.length) {
+        Plotly.extendTraces("chart-loss", { x: [withLoss.map((s) => s.step)], y: [withLoss.map((s) => s.loss)] }, [0]);
+      }
+    }
+    Plotly.extendTraces("chart-cost", {
+      x: [t, [tLast]], y: [batch.map((s) => s.cost), [job.predicted_cost_per_hour * tLast / 3600]],
+    }, [0, 1]);
+  }
+
+  function flush() {
+    timer = null;
+    lastFlush = Date.now();
+    const batch = pending.splice(0, pending.length);
+    if (batch.length) extend(batch);
+  }
+
+  function queue(sample) {
+    pending.push(sample);
+    if (timer !== null) return;
+    timer = setTimeout(flush, Math.max(0, lastFlush + REDRAW_MS - Date.now()));
   }
 
   function switchStep() {
@@ -119,7 +228,7 @@
     field("cost").textContent = (baseCost + m.cost).toFixed(4);
     field("bar").style.width = `${Math.round(100 * m.step / m.total_steps)}%`;
     stages(m.stages);
-    draw();
+    queue(m);
     card.dispatchEvent(new CustomEvent("metric", { detail: m }));
   }
 

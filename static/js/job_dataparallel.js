@@ -87,8 +87,11 @@
     if (sw !== null) field("switch").textContent = `switched to SHL at ${sw.toFixed(4)} ${unit}`;
   }
 
+  // At most one redraw a second however fast samples come (issue 25.10).
+  const redraw = window.HeterPSCharts.throttle(drawChart, 1000);
+
   function show(sample) {
-    drawChart();
+    redraw();
     table(sample.stages);
     phase(sample);
   }

@@ -189,3 +189,23 @@ def shoot(browser: Any, request: pytest.FixtureRequest) -> Any:
         assert overflow <= 0, f"{name} scrolls sideways on a phone by {overflow} px"
 
     return _shoot
+
+
+@pytest.fixture
+def sign_in() -> Any:
+    """`sign_in(page, user, base_url)`: the page's browser context carries a session of
+    `user` (a fresh Django test client signs in: no password hashing, no sign-in throttle;
+    a shared one would flush the session it signed in before)."""
+
+    def _sign_in(page: Any, user: Any, base_url: str) -> None:
+        from urllib.parse import urlsplit
+
+        from django.test import Client
+
+        client = Client()
+        client.force_login(user)
+        cookie = client.cookies["sessionid"]
+        page.context.add_cookies([{"name": "sessionid", "value": cookie.value,
+                                   "domain": urlsplit(base_url).hostname, "path": "/"}])
+
+    return _sign_in

@@ -67,7 +67,9 @@ def test_the_whole_journey(page: Any, browser: Any, shoot: Any, asgi_url: str,
     page.fill("#id_memory_gb", "64")
     page.fill("#id_network_gbps", "10")
     page.click("input[name=_save]")
-    assert "greater than or equal to 1" in page.wait_for_selector(".errorlist").inner_text()
+    # The core's range in its own words (heterps_core.limits), as every entry point says it.
+    assert "must be greater than 0, got 0" in page.wait_for_selector(
+        "#id_count_error").inner_text()
     _add_resource_type(page, url, project, "cpu-small", "0.5")
     _add_resource_type(page, url, project, "cpu-large", "1.5")
 

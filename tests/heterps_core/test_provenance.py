@@ -16,13 +16,17 @@ from heterps_core.instance import Instance
 from heterps_core.profiler import ProfileOptions, profile_zoo_model
 from heterps_core.profiler.instance_builder import build_instance
 from heterps_core.profiler.local import LocalMeasure
+from heterps_core.profiler.result import ModelProfile
 from heterps_core.provenance import (
+    MACHINE_ID_FILES,
     ResourceProvenance,
     Tier,
+    device_class,
     of_instance,
     of_plan,
     stamp,
     summarise,
+    this_host,
 )
 from heterps_core.schedulers.exact import exact_plan
 
@@ -152,3 +156,84 @@ def test_local_types_are_measured_here(profile) -> None:
     assert records["local-1"].at == "2026-12-02T12:00:00+00:00"
     others = [r for name, r in records.items() if not name.startswith("local-")]
     assert others and all(r.tier is Tier.ESTIMATED for r in others)
+
+
+def test_this_host_is_the_host_name_and_the_machine_id() -> None:
+    import socket
+
+    host = this_host()
+    assert host == this_host()  # stable within the process
+    name, _, machine = host.partition("#")
+    assert name == socket.gethostname()
+    for path in MACHINE_ID_FILES:
+        if Path(path).exists() and Path(path).read_text().strip():
+            assert machine == Path(path).read_text().strip()[:12]
+            break
+    else:
+        assert machine == ""
+
+
+def test_a_measured_record_keeps_its_machine_through_the_instance_json() -> None:
+    data = tiny()
+    data["resources"][0]["provenance"] = {"tier": "measured-here", "device": "cpu (1 threads)",
+                                          "host": "box#0123456789ab"}
+    inst = Instance.from_dict(data)
+    again = Instance.from_json(inst.to_json())
+    record = of_instance(again)["cpu"]
+    assert record.host == "box#0123456789ab"
+    assert record.measured_on == ("box#0123456789ab", "cpu")
+    # An old record says nothing about where: never taken as measured on a machine.
+    old = of_instance(Instance.from_dict(tiny()))["cpu"]
+    assert old.host == "" and old.measured_on is None
+    with pytest.raises(InstanceError) as caught:
+        Instance.from_dict({**data, "resources": [
+            {**data["resources"][0], "provenance": {"tier": "measured-here", "host": 7}},
+            *data["resources"][1:]]})
+    assert caught.value.field == "resources[0].provenance.host"
+
+
+def test_figures_of_one_machine_summarise_to_it_and_of_several_to_none() -> None:
+    records = summarise([
+        {"layer": "emb", "resource": "a", "tier": "measured-agent", "device": "w: cpu (1)",
+         "host": "w#1"},
+        {"layer": "fc", "resource": "a", "tier": "measured-agent", "device": "w: cpu (1)",
+         "host": "w#1"},
+        {"layer": "emb", "resource": "b", "tier": "measured-agent", "device": "w: cpu (1)",
+         "host": "w#1"},
+        {"layer": "fc", "resource": "b", "tier": "measured-agent", "device": "v: cpu (1)",
+         "host": "v#2"},
+    ])
+    assert records["a"].host == "w#1" and records["a"].measured_on == ("w#1", "cpu")
+    assert records["b"].host == "" and records["b"].measured_on is None
+
+
+@pytest.mark.parametrize(("label", "device"), [
+    ("cpu (4 threads, Intel(R) Xeon(R) CPU @ 2.20GHz)", "cpu"),
+    ("cuda:0 (NVIDIA H200)", "cuda"),
+    ("cuda (NVIDIA T4)", "cuda"),
+    ("celery@gpu-box: cuda:0 (NVIDIA T4)", "cuda"),
+    ("cpu-node1: cuda:0 (NVIDIA T4)", "cuda"),
+    ("cpu (2 threads, this machine)", "cpu"),
+    ("roofline for cpu-c6i.8xlarge", ""),
+    ("this machine", ""),
+])
+def test_the_device_class_of_a_label(label: str, device: str) -> None:
+    assert device_class(label) == device
+
+
+def test_what_the_profiler_measures_carries_this_machine(profile) -> None:
+    assert profile.device.host == this_host()
+    measured = build_instance(profile, default_catalogue(), 10_000,
+                              measured_kind=default_catalogue().names[0])
+    record = of_instance(measured.instance)[default_catalogue().names[0]]
+    assert record.host == this_host() and record.measured_on == (this_host(), "cpu")
+    estimated = of_instance(measured.instance)[default_catalogue().names[1]]
+    assert estimated.host == "" and estimated.measured_on is None
+    n = len(profile.layers)
+    local = LocalMeasure(tuple(1e-3 for _ in range(n)), 10.0, 2, "2026-12-02T12:00:00+00:00")
+    built = build_instance(profile, default_catalogue(), 10_000, local=local, local_types=1)
+    assert of_instance(built.instance)["local-1"].measured_on == (this_host(), "cpu")
+    # A profile stored before machines were recorded reads as none.
+    old = ModelProfile.from_dict({**profile.to_dict(), "device": {
+        k: v for k, v in profile.device.to_dict().items() if k != "host"}})
+    assert old.device.host == ""

@@ -207,7 +207,19 @@ def world(personas: Any, plan_result: Any, catalogue: list[Any]) -> World:
         "project": project.pk, "work": work.pk, "job": job.pk, "model": request.model.pk,
         "cluster": request.cluster.pk, "request": request.pk, "result": plan_result.pk,
         "profile": profile.pk, "rl": rl.pk, "resource": catalogue[0].pk,
+        **_team_ids(personas),
     })
+
+
+def _team_ids(personas: Any) -> dict[str, int]:
+    """The member's membership and a pending invitation (the team routes name them)."""
+    from webapp.projects import services
+    from webapp.projects.models import Membership
+
+    membership = Membership.objects.get(project=personas.project, user=personas.member)
+    invited = services.invite(personas.owner, personas.project, "new@example.com", "member",
+                              lambda token: f"/projects/join/?token={token}")
+    return {"membership": membership.pk, "invitation": invited.invitation.pk}
 
 
 @pytest.fixture

@@ -64,10 +64,14 @@ BODIES: dict[tuple[str, str], Callable[[Ids], dict[str, Any]]] = {
     ("plan-result-what-if", "post"): lambda ids: {"resource": "cpu", "count": 2},
     ("api-sign-in", "post"): lambda ids: {"username": "owner", "password": "not-it"},
     ("api-token-list", "post"): lambda ids: {"name": "laptop", "days": 30},
+    ("membership-detail", "patch"): lambda ids: {"role": "viewer"},
+    ("invitation-list", "post"): lambda ids: {"project": ids["project"],
+                                              "who": "someone@example.com", "role": "member"},
+    ("invitation-accept", "post"): lambda ids: {"token": "not-a-token"},
 }
 # URL argument of each detail route with a body.
 DETAIL_KIND = {"resource-type-detail": "resource", "plan-result-what-if": "result",
-               "cluster-detail": "cluster"}
+               "cluster-detail": "cluster", "membership-detail": "membership"}
 
 
 def _schema(client: Any) -> dict[str, Any]:
@@ -80,6 +84,7 @@ def _request_fields(schema: dict[str, Any], path: str, method: str) -> dict[str,
     if not op or "requestBody" not in op:
         return {}
     body = op["requestBody"]["content"].get("application/json", {}).get("schema", {})
+    body = body.get("allOf", [body])[0]  # {"allOf": [$ref, {"anyOf": required sets}]}
     if "$ref" in body:
         body = schema["components"]["schemas"][body["$ref"].rsplit("/", 1)[1]]
     fields = {}
@@ -173,7 +178,8 @@ FILTERS: dict[str, set[str]] = {
     "planning-request-list": {"project"}, "plan-result-list": {"project"},
     "rl-training-run-list": {"project"}, "job-list": {"project"}, "job-metrics": {"run"},
     "api-costs": {"project", "month"}, "costs:report": {"project", "month"},
-    "costs:export": {"project", "month"}, "jobs:log": {"run"},
+    "costs:export": {"project", "month"}, "jobs:log": {"run"}, "jobs:metrics-csv": {"run"},
+    "membership-list": {"project"}, "invitation-list": {"project"},
 }
 ARG_KIND = {"pk": None, "project_pk": "project", "model_pk": "model", "request_pk": "request",
             "plan_result_id": "result"}
@@ -181,7 +187,8 @@ PK_KIND = {"projects:detail": "project", "background:detail": "work", "jobs:deta
            "modelzoo:detail": "model", "profiling:detail": "profile",
            "planning:detail": "request", "planning:result": "result",
            "rltraining:detail": "rl", "job-metrics": "job", "job-detail": "job",
-           "jobs:log": "job"}
+           "jobs:log": "job", "projects:team": "project", "membership-detail": "membership",
+           "invitation-detail": "invitation", "jobs:metrics-csv": "job"}
 
 
 def _get_routes() -> list[str]:
@@ -261,6 +268,7 @@ def _page_forms() -> dict[str, tuple[str, str]]:
         "background:start-evaluate": ("project", "webapp.background.forms.EvaluateForm"),
         "modelzoo:add": ("project", "webapp.modelzoo.forms.AddZooModelForm"),
         "modelzoo:import": ("project", "webapp.modelzoo.forms.ImportModelForm"),
+        "modelzoo:edit": ("model", "webapp.modelzoo.forms.EditModelForm"),
         "profiling:start": ("model", "webapp.modelzoo.forms.ProfileForm"),
         "planning:create": ("project", "webapp.planning.forms.PlanningForm"),
         "planning:create-cluster": ("project", "webapp.planning.forms.ClusterForm"),
@@ -269,6 +277,8 @@ def _page_forms() -> dict[str, tuple[str, str]]:
         "jobs:approve": ("result", "webapp.jobs.forms.ApproveForm"),
         "catalogue:create": ("project", "webapp.catalogue.forms.ResourceTypeForm"),
         "accounts:tokens": ("", "webapp.accounts.forms.TokenForm"),
+        "projects:invite": ("project", "webapp.projects.forms.InviteForm"),
+        "projects:set-role": ("membership", "webapp.projects.forms.RoleForm"),
     }
 
 
@@ -341,7 +351,8 @@ def _rows() -> dict[str, int]:
 
     labels = ["background.Work", "jobs.Job", "planning.Cluster", "planning.PlanningRequest",
               "profiling.ProfileRun", "rltraining.RLTrainingRun", "modelzoo.RegisteredModel",
-              "projects.Project", "catalogue.ResourceType"]
+              "projects.Project", "catalogue.ResourceType", "projects.Invitation",
+              "projects.Membership"]
     if apps.is_installed("webapp.accounts"):
         labels.append("accounts.ApiToken")
     return {label: apps.get_model(*label.split(".")).objects.count() for label in labels}

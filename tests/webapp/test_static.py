@@ -5,7 +5,6 @@ collection (a fresh clone's tests)."""
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -47,9 +46,13 @@ def test_a_stale_manifest_is_not_used(collected: Path, settings: Any, tmp_path: 
     from django.templatetags.static import static
 
     manifest = collected / "staticfiles.json"
-    past = time.time() - 3600
+    # Older than the newest source file (a checkout's files can be hours old, so not
+    # "an hour ago"): a source file is newer than the collection.
+    sources = Path(str(settings.STATICFILES_DIRS[0]))
+    newest = max(p.stat().st_mtime for p in sources.rglob("*") if p.is_file())
+    past = newest - 60
     kept = manifest.stat().st_mtime
-    os.utime(manifest, (past, past))  # a source file is newer than the collection
+    os.utime(manifest, (past, past))
     staticfiles_storage._wrapped = empty
     try:
         assert static("js/charts.js") == "/static/js/charts.js"

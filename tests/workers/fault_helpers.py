@@ -215,3 +215,13 @@ def live(pids: list[int]) -> list[int]:
         if state != "Z":
             alive.append(pid)
     return alive
+
+
+def pytest_database_url() -> str:
+    """pytest-django's test database (not the real one) as a DATABASE_URL for the server and
+    workers a test starts."""
+    from django.db import connection
+
+    db = connection.settings_dict
+    return (f"postgresql://{db['USER']}:{db['PASSWORD'] or ''}@{db['HOST']}:"
+            f"{db['PORT'] or 5432}/{db['NAME']}")

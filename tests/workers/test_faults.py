@@ -35,6 +35,7 @@ from fault_helpers import (
     free_port,
     kill_all,
     live,
+    pytest_database_url,
     server_up,
     setup_user_and_project,
     start_server,
@@ -61,29 +62,13 @@ def _client(redis_url: str) -> Celery:
     return app
 
 
-def _test_database_url() -> str:
-    from django.db import connection
-
-    db = connection.settings_dict
-    return (f"postgresql://{db['USER']}:{db['PASSWORD'] or ''}@{db['HOST']}:"
-            f"{db['PORT'] or 5432}/{db['NAME']}")
-
-
-@pytest.fixture
-def redis(tmp_path: Path, live_processes: Any) -> Iterator[OwnRedis]:
-    own = OwnRedis(tmp_path)
-    yield own
-    own.kill()
-    assert live_processes(f"redis-server 127.0.0.1:{own.port}") == []
-
-
 @pytest.fixture
 def cluster(redis: OwnRedis, tmp_path: Path, live_processes: Any) -> Iterator[dict[str, Any]]:
     """Workers started by a test (through `start`) and killed, with their children, after:
     the teardown checks that no process naming this test's queue is left (main processes,
     pool children, orphans of a killed main process)."""
     queue = f"fault-{uuid.uuid4().hex[:8]}"
-    env = subprocess_env(tmp_path, DATABASE_URL=_test_database_url(), REDIS_URL=redis.url)
+    env = subprocess_env(tmp_path, DATABASE_URL=pytest_database_url(), REDIS_URL=redis.url)
     started: list[Proc] = []
 
     def start(pool: str = "prefork", plain: bool = False) -> Proc:
@@ -233,7 +218,7 @@ def test_submitting_while_the_broker_is_down_answers_503_and_queues_nothing(
 ) -> None:
     from webapp.background.models import Work
 
-    env = subprocess_env(tmp_path, DATABASE_URL=_test_database_url(), REDIS_URL=redis.url)
+    env = subprocess_env(tmp_path, DATABASE_URL=pytest_database_url(), REDIS_URL=redis.url)
     token, project = setup_user_and_project(env)
     port = free_port()
     server = start_server(env, port, tmp_path / "server.log")

@@ -1,6 +1,10 @@
 from django.contrib import admin
 
+from webapp.accounts.forms import ThrottledAdminAuthenticationForm
 from webapp.accounts.models import ApiToken, FailedLogin
+
+# /admin/login/ is a second sign-in page: throttled like the first (issue 25 item 2).
+admin.site.login_form = ThrottledAdminAuthenticationForm
 
 
 @admin.register(ApiToken)

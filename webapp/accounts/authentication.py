@@ -16,16 +16,26 @@ from rest_framework import exceptions
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.request import Request
 
-from webapp.accounts import services
+from webapp.accounts import services, throttle
 
 LEGACY_DAYS = services.DEFAULT_DAYS
+
+
+class TooManyFailures(exceptions.Throttled):
+    """429 with the throttle's own sentence as `detail` (DRF's Throttled would append its
+    "Expected available in N seconds." to a message that already says how long) and the
+    wait in Retry-After."""
+
+    def __init__(self, refusal: throttle.Throttled) -> None:
+        super().__init__(detail=refusal.message)
+        self.wait = refusal.retry_after_s  # read by DRF's handler for Retry-After
 
 
 class ApiTokenAuthentication(TokenAuthentication):
     keyword = "Token"
 
     def authenticate(self, request: Request) -> tuple[Any, Any] | None:
-        self._address = services.client_address(request.META)
+        self._address = throttle.client_address(request.META)
         return super().authenticate(request)
 
     def authenticate_credentials(self, key: str) -> tuple[Any, Any]:
@@ -37,10 +47,10 @@ class ApiTokenAuthentication(TokenAuthentication):
         # each, the load benchmark's hottest) protected nothing; guesses still get 429.
         address = getattr(self, "_address", "")
         try:
-            services.check_throttle("", address)
-        except services.Throttled as exc:
-            raise exceptions.Throttled(wait=exc.retry_after_s, detail=exc.message) from None
-        services.record_failure("", address)
+            throttle.guard("", address)
+        except throttle.Throttled as exc:
+            raise TooManyFailures(exc) from None
+        throttle.record_failure("", address)
         raise exceptions.AuthenticationFailed("Invalid, expired or revoked token.")
 
 

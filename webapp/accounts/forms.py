@@ -3,10 +3,12 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.exceptions import ValidationError
+from django.http import HttpRequest
 
-from webapp.accounts import services
+from webapp.accounts import services, throttle
 
 
 class TokenForm(forms.Form):
@@ -15,24 +17,34 @@ class TokenForm(forms.Form):
                               initial=services.DEFAULT_DAYS, label="Expires after (days)")
 
 
-class ThrottledAuthenticationForm(AuthenticationForm):
-    """The login form, refusing every attempt (the right password too) while the account
-    or the address has too many recent failures."""
+class ThrottledSignIn:
+    """The sign-in throttle around a Django authentication form's clean(): attempts from
+    an address that must wait are refused unchecked; failures and successes are counted
+    (webapp.accounts.throttle). Other addresses are not affected."""
 
-    error_messages = {**AuthenticationForm.error_messages, "throttled": "%(message)s"}
+    request: HttpRequest | None
+    cleaned_data: dict[str, Any]
 
     def clean(self) -> dict[str, Any]:
         username = self.cleaned_data.get("username") or ""
-        address = services.client_address(self.request.META) if self.request else ""
+        address = throttle.client_address(self.request.META) if self.request else ""
         try:
-            services.check_throttle(username, address)
-        except services.Throttled as exc:
-            raise ValidationError(self.error_messages["throttled"], code="throttled",
+            throttle.guard(username, address)
+        except throttle.Throttled as exc:
+            raise ValidationError("%(message)s", code="throttled",
                                   params={"message": exc.message}) from None
         try:
-            cleaned = super().clean()
+            cleaned: dict[str, Any] = super().clean()  # type: ignore[misc]
         except ValidationError:
-            services.record_failure(username, address)
+            throttle.record_failure(username, address)
             raise
-        services.clear_failures(username)
+        throttle.record_success(username, address)
         return cleaned
+
+
+class ThrottledAuthenticationForm(ThrottledSignIn, AuthenticationForm):
+    """The login page's form."""
+
+
+class ThrottledAdminAuthenticationForm(ThrottledSignIn, AdminAuthenticationForm):
+    """/admin/login/'s form (its own page, so guesses there count too)."""

@@ -37,6 +37,10 @@ class WorkKind:
     # Params that name rows: param key -> model. `start_work` checks that each belongs to
     # the project the work is started in (a foreign id is answered like a missing one).
     references: ClassVar[dict[str, type[Model]]] = {}
+    # Non-empty: only its app's service starts this kind (it owns rules the generic start
+    # cannot know, e.g. a job's run number); says where a person starts it instead. The
+    # generic start (`POST /api/work/`) refuses it with this text.
+    started_by: ClassVar[str] = ""
 
     def clean_params(self, params: Any) -> dict[str, Any]:
         """Validated, JSON-ready parameters; raise ValidationError({field: problem})."""
@@ -68,3 +72,8 @@ def names() -> list[str]:
 
 def choices() -> list[tuple[str, str]]:
     return KINDS.choices(lambda kind: kind.label)
+
+
+def startable_choices() -> list[tuple[str, str]]:
+    """The kinds the generic start takes (not those a service owns: `started_by`)."""
+    return [(name, label) for name, label in choices() if not KINDS.get(name).started_by]

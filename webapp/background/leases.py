@@ -31,6 +31,9 @@ log = logging.getLogger(__name__)
 # The attempts running in this process, by work id: shutdown stops them all.
 _LOCAL: dict[int, tuple[str, WorkContext]] = {}
 _LOCAL_LOCK = threading.Lock()
+# Set once this process shuts down (the embedded server's first signal): no attempt starts
+# here any more, and one that registers after the stop is told to stop at once.
+_CLOSING = threading.Event()
 
 
 def new_owner() -> str:
@@ -91,6 +94,17 @@ def stop_local(reason: str = StopReason.SHUTDOWN) -> int:
     return len(running)
 
 
+def close_local() -> int:
+    """This process is shutting down: take no more work (`closing`), and ask every attempt
+    running here to stop; returns how many there were."""
+    _CLOSING.set()
+    return stop_local()
+
+
+def closing() -> bool:
+    return _CLOSING.is_set()
+
+
 def running_here() -> list[int]:
     with _LOCAL_LOCK:
         return sorted(_LOCAL)
@@ -113,6 +127,8 @@ class Heartbeat:
     def __enter__(self) -> Heartbeat:
         with _LOCAL_LOCK:
             _LOCAL[self.ctx.work_id] = (self.owner, self.ctx)
+            if _CLOSING.is_set():  # claimed while `close_local` ran: it missed this one
+                self.ctx.request_stop(StopReason.SHUTDOWN)
         self._thread.start()
         return self
 

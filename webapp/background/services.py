@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -49,13 +50,18 @@ class BrokerUnavailable(APIException):
 
 
 def start_work(
-    user: AnyUser, project: Project, kind: str, params: Any
+    user: AnyUser, project: Project, kind: str, params: Any, *, by_owner: bool = False
 ) -> Work:
     """Validate, record and enqueue one piece of work; members and owners only. Raises
-    BrokerUnavailable (HTTP 503) when the broker refuses it; the record is then failed."""
+    BrokerUnavailable (HTTP 503) when the broker refuses it; the record is then failed.
+    A kind with `started_by` is refused unless `by_owner` (its app's service calls)."""
     check(user, project, Action.EDIT)
     work_kind = kinds.get(kind)
+    # References first: a foreign id gets the missing-id answer whatever the kind.
     check_references(project, params, work_kind.references)
+    if work_kind.started_by and not by_owner:
+        raise ValidationError({"kind": f"{kind} work is not started directly: "
+                                       f"{work_kind.started_by}. Nothing was started."})
     clean = work_kind.clean_params(params)
     with transaction.atomic():
         # `check` let only a member through: a signed-in user.
@@ -68,7 +74,12 @@ def start_work(
 
 def run_work(work_id: int) -> None:
     """The body of the Celery task. Idempotent: a finished record, or one another attempt
-    runs under a live lease, is left alone; one whose attempt died is recovered."""
+    runs under a live lease, is left alone; one whose attempt died is recovered. In a
+    process shutting down (`leases.closing`) nothing starts: the record stays queued, and
+    the next start-up sweep enqueues it again."""
+    if leases.closing():
+        log.info("work %s not started: this process is shutting down", work_id)
+        return
     owner = leases.new_owner()
     work = _claim(work_id, owner)
     if work is None:
@@ -235,10 +246,22 @@ def _record_failure(ctx: WorkContext, owner: str, kind: kinds.WorkKind, exc: Exc
         _finish(work_id, owner, Status.CANCELLED, message="Cancelled.")
     elif isinstance(exc, HeterPSError):
         _finish(work_id, owner, Status.FAILED, error=str(exc))
+    elif isinstance(exc, ValidationError):  # a refusal, not a bug: its message is the error
+        log.info("work %s (%s) refused: %s", work_id, kind.name, refusal_text(exc))
+        _finish(work_id, owner, Status.FAILED, error=refusal_text(exc))
     else:  # a bug: keep the trace in the log, a sentence on the record
         log.error("work %s (%s) crashed", work_id, kind.name, exc_info=exc)
         _finish(work_id, owner, Status.FAILED,
                 error=f"internal error ({type(exc).__name__}: {exc})")
+
+
+def refusal_text(exc: ValidationError) -> str:
+    """A ValidationError as a person reads it: "field: problem; other: problem", or the
+    bare messages when it names no field."""
+    if hasattr(exc, "error_dict"):
+        return "; ".join(f"{field}: {' '.join(messages)}"
+                         for field, messages in exc.message_dict.items())
+    return " ".join(exc.messages)
 
 
 def _interrupted(work_id: int, owner: str, kind: kinds.WorkKind) -> None:
@@ -316,7 +339,11 @@ def _publish(work_id: int) -> None:
 def _enqueue_or_fail(work_id: int, queue: str) -> None:
     app = broker.app()
     try:
-        app.send_task(TASK_NAME, args=[work_id], queue=queue)
+        # Nobody waits for the task's result (the record is the result): without
+        # ignore_result each send subscribed to the result backend's pub/sub, and after a
+        # Redis outage that subscription's reconnect logged "CRITICAL ... The Celery
+        # application must be restarted" in the web process.
+        app.send_task(TASK_NAME, args=[work_id], queue=queue, ignore_result=True)
     except Exception as exc:
         log.error("could not enqueue work %s on %s: %s", work_id, queue, exc)
         Work.objects.filter(pk=work_id, status=Status.QUEUED).update(

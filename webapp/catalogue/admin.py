@@ -6,5 +6,6 @@ from webapp.projects.admin import ProjectScopedAdmin
 
 @admin.register(ResourceType)
 class ResourceTypeAdmin(ProjectScopedAdmin):
-    list_display = ["name", "kind", "project", "price_per_hour", "count", "memory_gb"]
+    list_display = ["name", "kind", "project", "price_per_hour", "spot_price",
+                    "interruptions_per_hour", "count", "memory_gb"]
     list_filter = ["kind"]

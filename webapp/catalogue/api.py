@@ -6,24 +6,60 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import QuerySet
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import exceptions, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from webapp.bounds import api_id
-from webapp.catalogue import services
+from heterps_core.errors import InstanceError
+from heterps_core.hardware import default_catalogue
+from heterps_core.hardware.catalogue import KINDS, PRECISION_ALIASES, PRECISIONS
+from heterps_core.limits import LIMITS
+from webapp.bounds import FiniteFloatField, api_id, api_number
+from webapp.catalogue import services, validation
 from webapp.catalogue.models import ResourceType
 from webapp.projects.permissions import Action, get_owned, get_project, valid_id, visible
 
 
+def _market_number(name: str, **kwargs: Any) -> serializers.Field:
+    """api_number for a spot-offer field, which may be null (no spot offer); the schema says
+    both the range and the null."""
+    limit = LIMITS[name]
+    schema: dict[str, Any] = {"type": "number", "format": "double", "minimum": limit.low,
+                              "maximum": limit.high, "nullable": True}
+    if not limit.low_inclusive:
+        schema["exclusiveMinimum"] = True
+    field = extend_schema_field(schema)(type(f"Nullable{name.title().replace('_', '')}Field",
+                                             (FiniteFloatField,), {}))
+
+    def in_range(value: Any) -> None:
+        try:
+            limit.check(value, name)
+        except InstanceError as exc:
+            raise serializers.ValidationError(exc.problem) from None
+
+    kwargs.setdefault("help_text", f"{limit.unit}, {limit.describe()}; null: {SPOT_NULL}")
+    return field(validators=[in_range], allow_null=True, **kwargs)
+
+
+SPOT_NULL = "no spot offer (on-demand only)"
+
+
 class ResourceTypeSerializer(serializers.ModelSerializer):
+    price_per_hour = api_number("price_per_hour", read_only=True)
+    count = api_number("count", read_only=True)
+    memory_gb = api_number("memory_gb", read_only=True)
+    network_gbps = api_number("network_gbps", read_only=True)
+    spot_price = _market_number("spot_price", read_only=True)
+    interruptions_per_hour = _market_number("interruptions_per_hour", read_only=True)
+    restart_s = _market_number("restart_s", read_only=True)
+
     class Meta:
         model = ResourceType
         fields = [
             "id", "project", "name", "kind", "price_per_hour", "count", "memory_gb",
-            "network_gbps", "precision",
+            "network_gbps", "precision", "spot_price", "interruptions_per_hour", "restart_s",
         ]
         read_only_fields = ["id", "project"]
 
@@ -32,17 +68,33 @@ class WriteResourceTypeSerializer(serializers.Serializer):
     """Types only; the bounds and rules are the service's (the same as pages and admin)."""
 
     project = api_id(required=False, help_text="on create only")
-    template = serializers.CharField(required=False, allow_blank=True, max_length=120, help_text=(
+    template = serializers.ChoiceField(default_catalogue().names, required=False, help_text=(
         "a hardware-catalogue entry (GET /api/resource-types/catalogue/ lists them) whose "
         "price and specs fill the fields not given"))
-    name = serializers.CharField(required=False, max_length=services.NAME_MAX)
-    kind = serializers.CharField(required=False, max_length=30)
-    price_per_hour = serializers.FloatField(required=False)
-    count = serializers.IntegerField(required=False)
-    memory_gb = serializers.FloatField(required=False)
-    network_gbps = serializers.FloatField(required=False)
-    precision = serializers.CharField(required=False, allow_blank=True, max_length=8, help_text=(
-        "GPU types: fp32, tf32 or amp; blank: the hardware entry's own"))
+    name = serializers.RegexField(validation.NAME_PATTERN, required=False,
+                                  max_length=services.NAME_MAX, help_text=validation.NAME_RULE)
+    kind = serializers.ChoiceField(KINDS, required=False)
+    price_per_hour = api_number("price_per_hour", required=False)
+    count = api_number("count", required=False)
+    memory_gb = api_number("memory_gb", required=False)
+    network_gbps = api_number("network_gbps", required=False)
+    precision = serializers.ChoiceField(
+        ["", *PRECISIONS, *PRECISION_ALIASES], required=False, help_text=(
+            "GPU types: fp32, tf32 or amp (bf16/fp16 read as amp); blank: the hardware "
+            "entry's own"))
+    spot_price = _market_number("spot_price", required=False)
+    interruptions_per_hour = _market_number("interruptions_per_hour", required=False)
+    restart_s = _market_number("restart_s", required=False, help_text=(
+        "seconds to replace an interrupted unit; null or absent with a spot price: "
+        f"{validation.DEFAULT_RESTART_S:g} (an assumed default)"))
+
+
+class CreateResourceTypeSerializer(WriteResourceTypeSerializer):
+    project = api_id(help_text="the project the type belongs to")
+
+    # A catalogue template fills what is not given; without one, every figure is needed.
+    required_any_of = (("template",), ("name", "kind", "price_per_hour", "count",
+                                       "memory_gb", "network_gbps"))
 
 
 class ResourceTypeViewSet(viewsets.ModelViewSet):
@@ -62,13 +114,11 @@ class ResourceTypeViewSet(viewsets.ModelViewSet):
         return get_owned(self.request.user, ResourceType.objects.all(), valid_id(pk) or 0,
                          Action.EDIT)
 
-    @extend_schema(request=WriteResourceTypeSerializer, responses={201: ResourceTypeSerializer})
+    @extend_schema(request=CreateResourceTypeSerializer, responses={201: ResourceTypeSerializer})
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        body = WriteResourceTypeSerializer(data=request.data)
+        body = CreateResourceTypeSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = dict(body.validated_data)
-        if valid_id(data.get("project")) is None:
-            raise exceptions.ValidationError({"project": ["must be a project id"]})
         project = get_project(request.user, data.pop("project"), Action.EDIT)
         resource_type = services.create(request.user, project, data)
         return Response(ResourceTypeSerializer(resource_type).data,

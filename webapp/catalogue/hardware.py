@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from heterps_core.hardware import Catalogue, ResourceKind, default_catalogue
 from heterps_core.hardware.catalogue import effective_precision
+from heterps_core.instance import Instance
 
 if TYPE_CHECKING:  # the model's `precision_label` asks this module: no import back
     from webapp.catalogue.models import ResourceType
@@ -47,6 +48,15 @@ def basis_of(resource_type: ResourceType) -> str:
 
 def catalogue_for(resource_types: list[ResourceType]) -> Catalogue:
     return Catalogue(tuple(hardware_for(r) for r in resource_types))
+
+
+def with_markets(instance: Instance, resource_types: list[ResourceType]) -> Instance:
+    """`instance` with each resource's spot offer from its type (the hardware catalogue the
+    instance was built from has prices and specs, not markets), so plans price spot."""
+    markets = {r.name: r.market for r in resource_types}
+    resources = tuple(replace(r, market=markets.get(r.name, r.market))
+                      for r in instance.resources)
+    return instance.replace(resources=resources)
 
 
 def _closest(name: str, kind: str) -> ResourceKind:

@@ -17,10 +17,12 @@ from django.db import transaction
 from heterps_core.hardware import default_catalogue
 from heterps_core.hardware.catalogue import ResourceKind
 from webapp.catalogue.models import ResourceType
+from webapp.catalogue.spot_defaults import spot_default
 from webapp.catalogue.usage import RUNNING_USERS
 from webapp.catalogue.validation import (  # noqa: F401  (the rules pages and API share)
     ALL_FIELDS,
     FIELDS,
+    MARKET,
     NAME_MAX,
     clean,
 )
@@ -29,8 +31,9 @@ from webapp.projects.permissions import Action, AnyUser, check
 
 
 def hardware_catalogue() -> list[dict[str, Any]]:
-    """The default hardware kinds a user can start from (specs, list price, source)."""
-    return [kind.to_dict() for kind in default_catalogue().kinds]
+    """The default hardware kinds a user can start from (specs, list price, source), each
+    with its default spot offer, labelled as a default (`spot_source`)."""
+    return [{**kind.to_dict(), **spot_default(kind)} for kind in default_catalogue().kinds]
 
 
 def template(name: str) -> ResourceKind:
@@ -59,6 +62,10 @@ def update(user: AnyUser, resource_type: ResourceType,
            data: dict[str, Any]) -> ResourceType:
     check(user, resource_type.project_id, Action.EDIT)
     merged = {f: getattr(resource_type, f) for f in ALL_FIELDS}
+    if "spot_price" in data and data["spot_price"] in (None, ""):
+        # Clearing the spot price withdraws the offer: its rate and restart go with it
+        # unless the same edit sets them (which `clean` then refuses, naming them).
+        merged.update(dict.fromkeys(MARKET))
     merged.update({k: v for k, v in data.items() if k in ALL_FIELDS})
     values = clean(merged)
     with transaction.atomic():

@@ -18,11 +18,17 @@ from heterps_core.hardware import default_catalogue
 from heterps_core.hardware.catalogue import KINDS, CatalogueError, ResourceKind, check_precision
 
 FIELDS = ("name", "kind", "price_per_hour", "count", "memory_gb", "network_gbps")
-OPTIONAL = ("precision",)  # blank: the hardware entry's own (issue 21)
+# A spot offer (issue 26): all empty, or a spot price with its interruption rate.
+MARKET = ("spot_price", "interruptions_per_hour", "restart_s")
+OPTIONAL = ("precision", *MARKET)  # precision blank: the hardware entry's own (issue 21)
 ALL_FIELDS = FIELDS + OPTIONAL
 NUMBERS = ("price_per_hour", "count", "memory_gb", "network_gbps")  # ranges: heterps_core.limits
 NAME_MAX = 60
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+NAME_RULE = (f"use 1-{NAME_MAX} letters, digits, '.', '_' or '-' (it names the resource in "
+             "plans and bindings)")
+_NAME = re.compile(NAME_PATTERN)
+DEFAULT_RESTART_S = 120.0  # spot_defaults.RESTART_S: an assumption until measured
 
 
 def clean(data: dict[str, Any]) -> dict[str, Any]:
@@ -34,8 +40,7 @@ def clean(data: dict[str, Any]) -> dict[str, Any]:
         raise ValidationError({f: "this field is required" for f in missing})
     name = str(data["name"]).strip()
     if len(name) > NAME_MAX or not _NAME.match(name):
-        raise ValidationError({"name": f"use 1-{NAME_MAX} letters, digits, '.', '_' or '-' "
-                                       "(it names the resource in plans and bindings)"})
+        raise ValidationError({"name": NAME_RULE})
     kind = str(data["kind"]).strip().lower()
     if kind not in KINDS:
         raise ValidationError({"kind": f"must be one of {', '.join(KINDS)}, got {kind!r}"})
@@ -59,7 +64,35 @@ def clean(data: dict[str, Any]) -> dict[str, Any]:
     return {"name": checked.name, "kind": checked.kind,
             "price_per_hour": checked.price_per_hour, "count": checked.count,
             "memory_gb": checked.memory_gb, "network_gbps": checked.network_gbps,
-            "precision": _precision(data.get("precision"), checked.kind)}
+            "precision": _precision(data.get("precision"), checked.kind),
+            **market(data)}
+
+
+def market(data: dict[str, Any]) -> dict[str, float | None]:
+    """The spot offer's three fields (all None: on-demand only), each checked against the
+    core's ranges; ValidationError names every field with a problem."""
+    given = {f: data.get(f) for f in MARKET if data.get(f) not in (None, "")}
+    if "spot_price" not in given:
+        if given:
+            raise ValidationError({f: "needs a spot price (spot_price); leave it empty for "
+                                      "on-demand only" for f in given})
+        return dict.fromkeys(MARKET)
+    given.setdefault("restart_s", DEFAULT_RESTART_S)
+    values: dict[str, float | None] = {}
+    problems: dict[str, str] = {}
+    if "interruptions_per_hour" not in given:
+        problems["interruptions_per_hour"] = ("required with a spot price (interruptions per "
+                                              "unit-hour, greater than 0)")
+    for field, value in given.items():
+        try:
+            values[field] = limits.check(field, _number(value, field))
+        except ValidationError as exc:
+            problems[field] = " ".join(exc.message_dict[field])
+        except InstanceError as exc:
+            problems[field] = exc.problem
+    if problems:
+        raise ValidationError(problems)
+    return {f: values[f] for f in MARKET}
 
 
 def _precision(value: Any, kind: str) -> str:

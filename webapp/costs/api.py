@@ -10,15 +10,20 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from webapp.bounds import query_id
+from webapp.bounds import MAX_ID, query_id
 from webapp.costs import services
 from webapp.projects.permissions import get_project
+
+# What the report's month parser takes: 1970-01 to 2999-12.
+MONTH_PATTERN = r"^(19[7-9]\d|2\d{3})-(0[1-9]|1[0-2])$"
 
 
 class CostReportView(APIView):
     @extend_schema(
-        parameters=[OpenApiParameter("month", str, description="YYYY-MM (default: now)"),
-                    OpenApiParameter("project", int)],
+        parameters=[OpenApiParameter("month", {"type": "string", "pattern": MONTH_PATTERN},
+                                     description="YYYY-MM, 1970 to 2999 (default: now)"),
+                    OpenApiParameter("project", {"type": "integer", "minimum": 1,
+                                                "maximum": MAX_ID})],
         responses={200: serializers.JSONField()},
     )
     def get(self, request: Request) -> Response:

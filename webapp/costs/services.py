@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
@@ -18,6 +19,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import Max, Min, Q
 from django.utils import timezone
 
+from webapp.jobs import throughput
 from webapp.jobs.models import Job, JobMetric
 from webapp.projects.permissions import AnyUser, visible
 
@@ -49,7 +51,14 @@ class CostRow:
     slower: float = 0.0  # trained samples cost more (+) or less (-) than predicted
     stopped_early: float = 0.0  # samples asked for but not trained (negative: not spent)
     untrained_runs: int = 0  # runs that held machines and trained no mini-batch
-    measured_throughput: float | None = None  # samples/s, the latest run (one definition)
+    measured_throughput: float | None = None  # samples/s (one definition), of run `measured_run`
+    measured_run: int | None = None  # the latest run that trained (an untrained one has none)
+    latest_run: int = 0
+
+    @property
+    def measured_earlier(self) -> bool:
+        """The figure is of an earlier run: the latest one trained nothing."""
+        return self.measured_run is not None and self.measured_run != self.latest_run
 
     @property
     def difference(self) -> float:
@@ -115,13 +124,15 @@ def report(user: AnyUser, period: Period, project_id: int | None = None) -> Repo
     wanted = set(accrued) | set(started)
     rows = []
     totals = run_totals(wanted)
+    figures = throughput.measured_many(jobs.filter(pk__in=wanted))
     for job in jobs.filter(pk__in=wanted).only(
         "name", "project__name", "predicted_cost_per_hour", "predicted_throughput", "steps",
         "batch_size", "model_name", "model_size", "scheduler", "runs", "work__status",
         "last_throughput", "summary",
     ):
-        runs = started.get(job.pk, [])
+        runs = started.get(job.pk, {})
         split = difference(job, runs, totals)
+        figure = figures.get(job.pk)
         rows.append(CostRow(
             job_id=job.pk, job=job_label(job), project_id=job.project_id,
             project=job.project.name, runs=len(runs),
@@ -129,7 +140,8 @@ def report(user: AnyUser, period: Period, project_id: int | None = None) -> Repo
             estimate=len(runs) * estimated_run_cost(job), accrued=accrued.get(job.pk, 0.0),
             status=job.status, startup=split.startup, slower=split.slower,
             stopped_early=split.stopped_early, untrained_runs=split.untrained_runs,
-            measured_throughput=job.last_throughput,
+            measured_throughput=figure.per_s if figure else None,
+            measured_run=figure.run if figure else None, latest_run=job.runs,
         ))
     rows.sort(key=lambda r: (r.project, -r.job_id))
     return Report(period, rows)
@@ -182,15 +194,18 @@ def run_totals(job_ids: Any) -> dict[tuple[int, int], RunTotals]:
                                                 r["first_trained_s"]) for r in rows}
 
 
-def difference(job: Job, runs: list[int],
+def difference(job: Job, runs: Mapping[int, int] | list[int],
                totals: dict[tuple[int, int], RunTotals] | None = None) -> Split:
     """accrued - estimate of these runs, split into start-up, slower than predicted and
     stopped early (they add up). Per run, from its samples: the accrued $ (held time,
     start-up and idle included), the start-up (to the first sample after a mini-batch
     finished: exact from the latest run's summary, else within one report window) and the
-    samples trained. `totals` (from `run_totals`) saves a query per job in a report."""
+    samples trained. `runs`: run number -> the step it started from (a resumed run's
+    checkpoint, from its work record; a list: every run from step 0). `totals` (from
+    `run_totals`) saves a query per job in a report."""
     if not runs:
         return Split()
+    starts = runs if isinstance(runs, Mapping) else dict.fromkeys(runs, 0)
     if totals is None:
         totals = run_totals([job.pk])
     rate = job.predicted_cost_per_hour / 3600  # $ per second held
@@ -198,16 +213,19 @@ def difference(job: Job, runs: list[int],
     startup = slower = stopped = 0.0
     untrained = 0
     summary = job.summary or {}
-    for run in runs:
+    for run, resumed_at in starts.items():
         run_total = totals.get((job.pk, run))
         if run_total is None:
             stopped -= asked  # nothing held, nothing trained
             continue
         latest = run == job.runs
-        # Web runs start at step 0 (a fresh run); the latest run's summary knows for sure.
-        first_step = int(summary.get("start_step") or 0) if latest else 0
+        # A resumed run's samples start at its checkpoint's step, trained or not: only the
+        # steps past it were trained in this run (the latest run's summary knows for sure).
+        first_step = resumed_at
+        if latest and summary.get("start_step") is not None:
+            first_step = int(summary["start_step"])
         accrued = run_total.accrued
-        trained_steps = run_total.last_step - first_step
+        trained_steps = max(run_total.last_step - first_step, 0)
         began = run_total.first_trained_s
         if latest and summary.get("startup_s") is not None:
             began = summary["startup_s"]
@@ -263,12 +281,12 @@ def _accrued(jobs: Any, period: Period) -> dict[int, float]:
     return totals
 
 
-def _runs_started(jobs: Any, period: Period) -> dict[int, list[int]]:
-    """Job id -> the numbers of its runs started in the period."""
+def _runs_started(jobs: Any, period: Period) -> dict[int, dict[int, int]]:
+    """Job id -> {run number: the step it started from} of its runs started in the period."""
     from webapp.background.models import Work
     from webapp.jobs.services import RUN_KIND
 
-    counts: dict[int, list[int]] = {}
+    counts: dict[int, dict[int, int]] = {}
     runs = Work.objects.filter(
         kind=RUN_KIND, project_id__in=jobs.values("project_id"),
         created_at__gte=period.start, created_at__lt=period.end,
@@ -277,5 +295,7 @@ def _runs_started(jobs: Any, period: Period) -> dict[int, list[int]]:
     for params in runs:
         job_id = params.get("job")
         if job_id in ids:
-            counts.setdefault(job_id, []).append(int(params.get("run", 1)))
+            resume = params.get("resume") or {}
+            counts.setdefault(job_id, {})[int(params.get("run", 1))] = int(
+                resume.get("step") or 0)
     return counts

@@ -12,6 +12,7 @@ from django.forms.utils import ErrorDict
 from webapp.bounds import form_number
 from webapp.jobs import runners
 from webapp.jobs.inputs.base import OptionsForm
+from webapp.jobs.inputs.pipeline import plan_sync_mode
 from webapp.jobs.models import Runner
 from webapp.jobs.options import RunOptions
 
@@ -30,11 +31,15 @@ class ApproveForm(forms.Form):
                                        "data-parallel: per worker")
     lr = form_number("lr", initial=0.05, label="Learning rate")
 
-    def __init__(self, data: Any = None, *, resources: list[str], **kwargs: Any) -> None:
+    def __init__(self, data: Any = None, *, resources: list[str],
+                 plan: dict[str, Any] | None = None, **kwargs: Any) -> None:
         super().__init__(data, **kwargs)
         self.runner_forms: dict[str, OptionsForm] = {
             runner.name: runner.options_form(data, resources=resources)
             for runner in runners.RUNNERS}
+        if plan is not None and Runner.PIPELINE in self.runner_forms:
+            # The plan's own sync mode, not bsp: bsp misses a multi-stage plan's estimate.
+            self.runner_forms[Runner.PIPELINE].initial["sync_mode"] = plan_sync_mode(plan)
 
     def chosen(self) -> OptionsForm:
         """The chosen runner's form (the default runner's before the form is cleaned)."""

@@ -15,8 +15,10 @@ from typing import Any
 
 from django.conf import settings
 
+from heterps_core.provenance import ResourceProvenance
 from heterps_core.runtime.throughput import is_substitute
 from webapp.environment import SettingsError
+from webapp.jobs.figures import figure_tiers
 from webapp.jobs.models import Job, MeasuredStage
 from webapp.jobs.options import PIPELINE
 
@@ -52,9 +54,11 @@ def threshold_from(env: Mapping[str, str]) -> float:
 def record(job: Job, run: int, stages: Iterable[Mapping[str, Any]], step: int,
            final: bool) -> None:
     """Store (or update) the run's measured stage rows from a sample's or the summary's
-    `stages`. A live sample never overwrites the run's final figures."""
+    `stages`. A live sample never overwrites the run's final figures. Like with like by
+    provenance (`substitute`): the summary's own judgement, else `substitute(...)`."""
     plan_stages = (job.plan or {}).get("stages") or []
     binding = job.binding
+    records = figure_tiers(job)
     for i, stage in enumerate(stages):
         number = int(stage.get("stage", i + 1))
         measured = stage.get("measured_time_per_batch_s", stage.get("time_per_batch_s"))
@@ -66,8 +70,9 @@ def record(job: Job, run: int, stages: Iterable[Mapping[str, Any]], step: int,
         values = {
             "project_id": job.project_id, "model_name": job.model_name,
             "model_size": job.model_size, "layers": list(layers), "resource": resource,
-            "bound_to": target,
-            "substitute": bool(stage.get("substitute", is_substitute(resource, target))),
+            "bound_to": target, "host": str(stage.get("host") or ""),
+            "substitute": bool(stage.get("substitute", substitute(
+                records, resource, target, str(stage.get("host") or "")))),
             "units": int(stage.get("units") or 1), "batch_size": job.batch_size,
             "measured_time_per_batch_s": float(measured),
             "predicted_time_per_batch_s": stage.get("predicted_time_per_batch_s"),
@@ -78,6 +83,15 @@ def record(job: Job, run: int, stages: Iterable[Mapping[str, Any]], step: int,
         if not keep_final:
             MeasuredStage.objects.update_or_create(job=job, run=run, stage=number,
                                                    defaults=values)
+
+
+def substitute(records: Mapping[str, ResourceProvenance], resource: str, target: str,
+               host: str) -> bool:
+    """Whether a stage of `resource` bound to `target` that ran on machine `host` ran on a
+    substitute, by the provenance of the figures its plan was made with (`records`, from
+    `figures.figure_tiers`): the one rule of the job page, the stored measured profile and
+    the re-plan (`heterps_core.runtime.throughput.is_substitute`)."""
+    return is_substitute(records.get(resource), target, host)
 
 
 def record_sample(job: Job, run: int, sample: Mapping[str, Any]) -> None:

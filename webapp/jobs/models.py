@@ -135,6 +135,10 @@ class JobMetric(models.Model):
     samples_per_s = models.FloatField()
     loss = models.FloatField(null=True, blank=True)
     cost = models.FloatField()  # dollars accrued in this run so far
+    # The run's measured throughput so far (one definition, runtime/throughput.py) where the
+    # runner reports it; the run's last row gets the final figure when it finishes, so a
+    # later run that trains nothing does not hide what an earlier one measured.
+    run_samples_per_s = models.FloatField(null=True, blank=True)
     # Pipeline: one entry per stage. Data-parallel: one per worker (step time, phase, ...).
     stages = models.JSONField(default=list, blank=True)
     recorded_at = models.DateTimeField(auto_now_add=True)
@@ -158,6 +162,10 @@ class MeasuredStage(ProjectOwned):
     layers = models.JSONField(default=list)  # the plan's layer indices of this stage
     resource = models.CharField(max_length=120)  # the plan's resource type
     bound_to = models.CharField(max_length=60)  # where it ran (binding target)
+    # The machine it ran on (heterps_core.provenance.this_host()); "": not known (rows
+    # stored before it was recorded, or replicas on several machines).
+    host = models.CharField(max_length=200, blank=True, default="")
+    # Its time is of other hardware than its type's figures (runtime.throughput.is_substitute).
     substitute = models.BooleanField(default=False)
     units = models.PositiveIntegerField(default=1)
     batch_size = models.PositiveIntegerField()

@@ -60,6 +60,7 @@ def record_sample(job_id: int, run: int, sample: events.Sample, base_cost: float
             loss=sample["loss"],
             cost=sample["cost"],
             stages=sample["stages"],
+            run_samples_per_s=sample.get("run_samples_per_s"),
         )
         updates: dict[str, Any] = {
             "accrued_cost": base_cost + sample["cost"],
@@ -112,8 +113,23 @@ def finish_run(job_id: int, summary: dict[str, Any], line: str) -> None:
     updates: dict[str, Any] = {"summary": summary}
     if summary.get("throughput_definition"):  # the run's one measured figure, final
         updates["last_throughput"] = summary["throughput"]
-    Job.objects.filter(pk=job_id).update(**updates)
+    with transaction.atomic():
+        Job.objects.filter(pk=job_id).update(**updates)
+        if "last_throughput" in updates:
+            _keep_final_figure(job_id, summary["throughput"])
     log(job_id, line)
+
+
+def _keep_final_figure(job_id: int, per_s: float | None) -> None:
+    """The finished run's measured figure on its last sample row, where it outlives the
+    summary a restart clears (`webapp.jobs.throughput`)."""
+    runs = Job.objects.filter(pk=job_id).values_list("runs", flat=True).first()
+    if runs is None:
+        return
+    last = (JobMetric.objects.filter(job_id=job_id, run=runs).order_by("-elapsed_s")
+            .values_list("pk", flat=True).first())
+    if last is not None:
+        JobMetric.objects.filter(pk=last).update(run_samples_per_s=per_s)
 
 
 def log(job_id: int, line: str) -> None:

@@ -3,10 +3,11 @@ put into the planning instance its plan was solved on, the what-if against the p
 ran, and a new planning request built from them.
 
 What a measurement may correct, like with like: a stage's time measured on binding target
-X corrects the figures of every resource type *of this job's plan* that ran on X as its
-own hardware (bound to X and not a substitute there). A GPU type bound to this CPU says
-nothing about that GPU: its figures stay the estimate, and its layers' time on the CPU
-corrects the plan's CPU types bound to the same target instead.
+X on machine M corrects the figures of every resource type *of this job's plan* bound to X
+whose figures were measured on M and X's device (not a substitute there, by provenance:
+`measured.substitute`). A type whose figures are estimated (a GPU type, or `c6i` made from
+the catalogue's `cpu-c6i.8xlarge`) bound to this CPU says nothing about that hardware: its
+figures stay the estimate. Names never decide.
 
 How: the stage's layers keep their relative figures on that type; their compute seconds
 are scaled so that the cost model's time per mini-batch of one unit (compute + boundary
@@ -25,8 +26,9 @@ from heterps_core.costmodel import ChainCosts, evaluate
 from heterps_core.errors import HeterPSError
 from heterps_core.instance import Instance
 from heterps_core.plan import Plan
-from heterps_core.runtime.throughput import is_substitute
+from heterps_core.runtime.throughput import device_of
 from webapp.jobs import measured, runners
+from webapp.jobs.figures import figure_tiers
 from webapp.jobs.models import Job, MeasuredStage, Replan
 from webapp.projects.permissions import Action, AnyUser, check
 
@@ -68,6 +70,7 @@ def corrections(job: Job, instance: Instance,
     """What the run's measured stages say about the instance's figures (see the module)."""
     plan_types = {s.get("resource") for s in (job.plan or {}).get("stages") or []}
     binding = job.binding
+    records = figure_tiers(job)  # the figures the plan that ran was made with
     costs = ChainCosts(instance)
     found = []
     for entry in entries:
@@ -79,9 +82,8 @@ def corrections(job: Job, instance: Instance,
         # Per mini-batch of the instance's size (compute grows about linearly with it).
         seconds = entry.measured_time_per_batch_s * instance.batch_size / entry.batch_size
         for name in sorted(plan_types & set(instance.resource_names)):
-            resource = instance.resource(name)
-            if binding.get(name, "cpu") != entry.bound_to or is_substitute(
-                    name, entry.bound_to, resource.kind):
+            if binding.get(name, "cpu") != entry.bound_to or measured.substitute(
+                    records, name, entry.bound_to, entry.host):
                 continue
             if not costs.runs_on(first, last, name):
                 continue
@@ -120,10 +122,11 @@ def measured_provenance(provenance: list[dict[str, Any]], instance: Instance,
             continue
         c, i = hit
         out.append({**figure, "seconds": instance.layers[i].compute_s[c.resource],
-                    "source": "measured",
-                    "device": f"{c.entry.provenance}: the {c.entry.resource} stage on "
-                              f"{c.entry.bound_to}, scaled x{c.factor:.3g} from "
-                              f"{figure.get('source', 'the estimate')}",
+                    "source": "measured", "tier": "measured-run", "host": c.entry.host,
+                    # Its device class first: what the next run is compared by.
+                    "device": f"{device_of(c.entry.bound_to)} ({c.entry.provenance}: the "
+                              f"{c.entry.resource} stage on {c.entry.bound_to}, scaled "
+                              f"x{c.factor:.3g} from {figure.get('source', 'the estimate')})",
                     "job": c.entry.job_id, "run": c.entry.run})
     return out
 
@@ -151,8 +154,8 @@ def offer(job: Job) -> Offer:
     instance = Instance.from_dict(request.instance)
     found = corrections(job, instance, entries)
     if not found:
-        return Offer(False, "every stage ran on a substitute for its planned hardware and "
-                            "no resource type of the plan ran on that target as itself: "
+        return Offer(False, "every stage ran on a substitute (no resource type of the plan "
+                            "has figures measured on the machine and device it ran on): "
                             "nothing measured applies to the plan's figures")
     limit = measured.threshold()
     if all(abs(c.difference) <= limit for c in found):
@@ -232,7 +235,8 @@ def replan(user: AnyUser, job: Job) -> Any:
     new = planning.start_planning(
         user, request.model, request.cluster, request.throughput_target,
         list(request.schedulers), batch_size=request.batch_size, samples=request.samples,
-        budget_s=request.budget_s, seed=request.seed, adjust=adjust)
+        budget_s=request.budget_s, seed=request.seed, adjust=adjust,
+        max_hourly_cost=request.max_hourly_cost, max_total_cost=request.max_total_cost)
     Replan.objects.create(project_id=job.project_id, job=job, run=job.runs, request_id=new.pk,
                           what_if=current.what_if or {},
                           created_by=user if user.is_authenticated else None)

@@ -8,7 +8,7 @@ the context's stop event, which the runner's executor polls.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 from django.core.exceptions import ValidationError
 from django.db.models import Max
@@ -24,27 +24,37 @@ class JobRunKind(WorkKind):
     name = services.RUN_KIND
     label = "Run an approved plan"
     references = {"job": Job}
+    started_by = ("a job's runs start through the job: POST /api/jobs/ (approve and start), "
+                  "POST /api/jobs/{id}/restart/, or the job page's Resume")
 
     def clean_params(self, params: Any) -> dict[str, Any]:
         if not isinstance(params, dict):
             raise ValidationError({"params": "must be a JSON object"})
-        job_id, run = params.get("job"), params.get("run", 1)
-        if not isinstance(job_id, int) or not Job.objects.filter(pk=job_id).exists():
+        job_id = params.get("job")
+        job = Job.objects.filter(pk=job_id).first() if _row_id(job_id) else None
+        if job is None:
             raise ValidationError({"job": f"no job {job_id!r}"})
-        if not isinstance(run, int) or run < 1:
-            raise ValidationError({"run": f"must be a positive run number, got {run!r}"})
-        cleaned: dict[str, Any] = {"job": job_id, "run": run}
+        problems: dict[str, str] = {}
         resume = params.get("resume")
         if resume is not None:
             # A restart's checkpoint: step `step` of an earlier run of the same job.
             earlier, step = (resume.get("run"), resume.get("step")) if isinstance(
                 resume, dict) else (None, None)
-            if not (isinstance(earlier, int) and 1 <= earlier < run
-                    and isinstance(step, int) and step >= 1):
-                raise ValidationError({"resume": (
-                    f"must be {{\"run\": an earlier run (1..{run - 1}), \"step\": a positive "
-                    f"step}}, got {resume!r}")})
-            cleaned["resume"] = {"run": earlier, "step": step}
+            last = services.next_run(job) - 1
+            if not (type(earlier) is int and 1 <= earlier <= last
+                    and type(step) is int and 1 <= step <= services.MAX_STEPS):
+                problems["resume"] = (
+                    f"must be {{\"run\": an earlier run (1..{last}), \"step\": a step "
+                    f"(1..{services.MAX_STEPS})}}, got {resume!r}"[:300])
+        try:
+            run = services.check_run_number(job, params.get("run"))
+        except ValidationError as exc:
+            problems |= {name: " ".join(msgs) for name, msgs in exc.message_dict.items()}
+        if problems:
+            raise ValidationError(problems)
+        cleaned: dict[str, Any] = {"job": job_id, "run": run}
+        if resume is not None:
+            cleaned["resume"] = {"run": resume["run"], "step": resume["step"]}
         return cleaned
 
     def run(self, ctx: WorkContext) -> dict[str, Any]:
@@ -60,3 +70,8 @@ class JobRunKind(WorkKind):
 def _cost_before(job: Job, run: int) -> float:
     earlier = job.metrics.filter(run__lt=run).values("run").annotate(cost=Max("cost"))
     return float(sum(row["cost"] for row in earlier))
+
+
+def _row_id(value: Any) -> TypeGuard[int]:
+    """A plain int a database key can hold (True is not job 1; 10**30 is no id)."""
+    return type(value) is int and 1 <= value < 2**63

@@ -11,7 +11,7 @@ page's runner part is `pages`.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
@@ -19,6 +19,7 @@ from django.db import transaction
 from django.db.models import F
 
 from heterps_core.errors import InstanceError
+from heterps_core.limits import LIMITS
 from heterps_core.plan import Plan
 from webapp.background import services as work_services
 from webapp.background.models import Status
@@ -32,13 +33,13 @@ from webapp.projects.permissions import Action, AnyUser, check
 RUN_KIND = "job-run"
 # A restart after these continues from the run's checkpoint; after a success it starts anew.
 RESUMABLE = frozenset({Status.FAILED, Status.CANCELLED})
-MAX_STEPS = 1_000_000
+MAX_STEPS = int(LIMITS["steps"].high)  # the one table's bound (the API's schema says it)
 DEFAULT_BATCH = 64  # when neither the person approving nor the plan's request gives one
 
 __all__ = [
-    "PlanSource", "RunOptions", "approve", "approve_plan", "cancel", "finish_run", "log",
-    "metrics_series", "publish_sample", "record_sample", "restart", "resume_point",
-    "sample_group", "source_of", "start_run", "state",
+    "PlanSource", "RunOptions", "approve", "approve_plan", "cancel", "check_run_number",
+    "finish_run", "log", "metrics_series", "next_run", "publish_sample", "record_sample",
+    "restart", "resume", "resume_point", "sample_group", "source_of", "start_run", "state",
 ]
 
 
@@ -122,12 +123,12 @@ def start_run(user: User, job: Job, resume: bool = False) -> Job:
         job = Job.objects.select_for_update(of=("self",)).select_related("work").get(pk=job.pk)
         if job.active and job.work is not None:
             raise ValidationError({"job": f"run {job.runs} is still {job.status}"})
-        run = job.runs + 1
+        run = next_run(job)
         point = resume_point(job) if resume else None
         params: dict[str, Any] = {"job": job.pk, "run": run}
         if point is not None:
             params["resume"] = point.to_params()
-        work = work_services.start_work(user, job.project, RUN_KIND, params)
+        work = work_services.start_work(user, job.project, RUN_KIND, params, by_owner=True)
         Job.objects.filter(pk=job.pk).update(work=work, runs=F("runs") + 1,
                                              last_step=point.step if point else 0,
                                              last_throughput=None, last_loss=None,
@@ -139,10 +140,46 @@ def start_run(user: User, job: Job, resume: bool = False) -> Job:
     return Job.objects.select_related("work", "project").get(pk=job.pk)
 
 
+def next_run(job: Job) -> int:
+    """The one rule for a run number: a run is the job's next (`runs` + 1), started only
+    here (the `job-run` kind refuses any other number, and the generic start refuses the
+    kind), so two attempts never share a run's metrics or cost."""
+    return job.runs + 1
+
+
+def check_run_number(job: Job, run: Any) -> int:
+    """`run` if it is the job's next run number (a plain int); ValidationError on `run`."""
+    expected = next_run(job)
+    if type(run) is not int or run != expected:
+        shown = repr(run) if len(repr(run)) <= 40 else f"{repr(run)[:40]}..."
+        raise ValidationError({"run": f"the job's next run is {expected}; got {shown} (runs "
+                                      "are numbered by the job's start and restart)"})
+    return run
+
+
 def restart(user: User, job: Job) -> Job:
     """A new run; it resumes from the newest complete checkpoint of the latest run when that
     run failed (a lost worker, a spot notice, an error) or was cancelled."""
     return start_run(user, job, resume=True)
+
+
+def resume(user: AnyUser, job: Job, step: Any) -> Job:
+    """The job page's "Resume from step N" (a run a spot notice stopped): a new run from the
+    checkpoint at step `step`. Refused, starting nothing, unless that checkpoint is the one a
+    restart resumes from now (a stale page's step, a checkpoint removed since): the click
+    promised that step, never a start from step 0."""
+    check(user, job.project_id, Action.EDIT)
+    try:
+        wanted = int(step)
+    except (TypeError, ValueError):
+        raise ValidationError({"resume_step": f"must be a step number, got {step!r}"}) from None
+    point = resume_point(job)
+    if point is None or point.step != wanted:
+        now = f"a restart now resumes from step {point.step}" if point else \
+            "a restart now starts from step 0"
+        raise ValidationError({"resume_step": f"step {wanted}'s checkpoint is not the one to "
+                                              f"resume from ({now}); nothing was started"})
+    return start_run(cast(User, user), job, resume=True)
 
 
 def resume_point(job: Job) -> ResumePoint | None:

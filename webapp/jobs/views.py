@@ -13,10 +13,11 @@ from django.views.decorators.http import require_POST
 
 from heterps_core.plan import Plan
 from heterps_core.runtime.compile import whole_steps
-from webapp.jobs import accrual, figures, replan, runners, services
+from webapp.jobs import accrual, figures, page_series, preempted, replan, runners, services
 from webapp.jobs.forms import ApproveForm
 from webapp.jobs.models import Job
 from webapp.jobs.pages import detail as detail_page
+from webapp.jobs.throughput import measured, measured_many
 from webapp.middleware import AuthenticatedRequest
 from webapp.projects.permissions import Action, can, get_owned, visible
 
@@ -29,7 +30,11 @@ def job_list(request: HttpRequest) -> HttpResponse:
         "plan", "summary", "options"
     )
     page = Paginator(jobs, 50).get_page(request.GET.get("page"))
-    return render(request, "jobs/list.html", {"page": page, "jobs": page.object_list})
+    rows = list(page.object_list)
+    figures = measured_many(rows)  # a latest run that trained nothing shows the one before
+    for job in rows:
+        job.measured_figure = figures.get(job.pk)  # type: ignore[attr-defined]
+    return render(request, "jobs/list.html", {"page": page, "jobs": rows})
 
 
 def detail(request: HttpRequest, pk: int) -> HttpResponse:
@@ -39,9 +44,12 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
         "job": job,
         "plan": Plan.from_dict(job.plan),
         "state": services.state(job),
-        "series": series,
+        "series": page_series.for_page(job.runner, series),
         "can_edit": can(request.user, job.project_id, Action.EDIT),
         "figure_tiers": figures.figure_tiers(job),
+        "spot_notice": preempted.notice(job),
+        # The latest run trained nothing (yet): what the run before it measured.
+        "earlier_measured": None if job.last_throughput else measured(job),
     }
     context.update(detail_page.runner_parts(job, series))
     context.update(replan.page(job))
@@ -52,6 +60,10 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 def approve(request: AuthenticatedRequest, plan_result_id: int) -> HttpResponse:
     result = _plan_result(request, plan_result_id)
+    if not can(request.user, result.project_id, Action.EDIT):
+        # A viewer who follows an approve link: say why and where to go, as a page (a
+        # raised PermissionDenied logged a traceback for every one of them).
+        return render(request, "jobs/approve_denied.html", {"result": result}, status=403)
     try:
         source = services.source_of(result)
     except ValidationError as exc:
@@ -63,7 +75,7 @@ def approve(request: AuthenticatedRequest, plan_result_id: int) -> HttpResponse:
     # The plan page's "Approve and run" button posts no options: show the form first.
     bound = request.method == "POST" and "steps" in request.POST
     form = ApproveForm(request.POST if bound else None, resources=resources,
-                       initial=_initial(source))
+                       plan=source.plan, initial=_initial(source))
     if bound and form.is_valid():
         try:
             job = services.approve_plan(request.user, result, form.options())
@@ -96,6 +108,11 @@ def cancel(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_POST
 def restart(request: HttpRequest, pk: int) -> HttpResponse:
+    """Restart (from the latest run's checkpoint if it failed or was cancelled); with
+    `resume_step`, the spot notice's one click: from that checkpoint or nothing."""
+    step = request.POST.get("resume_step")
+    if step is not None:
+        return _act(request, pk, lambda user, job: services.resume(user, job, step))
     return _act(request, pk, services.restart)
 
 
@@ -131,7 +148,7 @@ def _plan_result(request: HttpRequest, pk: int) -> Any:
         model = apps.get_model(*PLAN_RESULT_MODEL)
     except LookupError:
         raise Http404("Planning is not installed.") from None
-    return get_owned(request.user, model.objects.all(), pk, Action.EDIT)
+    return get_owned(request.user, model.objects.select_related("project"), pk)
 
 
 def _initial(source: services.PlanSource) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from heterps_core import zoo
 from webapp.bounds import MAX_TEXT, api_id, filter_by_query
 from webapp.modelzoo import services
 from webapp.modelzoo.models import RegisteredModel
@@ -25,8 +26,8 @@ class RegisteredModelSerializer(serializers.ModelSerializer):
 
 class AddModelSerializer(serializers.Serializer):
     project = api_id()
-    zoo_name = serializers.CharField(required=False, max_length=60,
-                                     help_text="add this zoo entry, or ...")
+    zoo_name = serializers.ChoiceField(zoo.names(), required=False,
+                                       help_text="add this zoo entry, or ...")
     size = serializers.CharField(required=False, default="tiny", max_length=20)
     name = serializers.CharField(required=False, default="", max_length=80)
     factory = serializers.CharField(required=False, max_length=200, help_text=(
@@ -35,6 +36,8 @@ class AddModelSerializer(serializers.Serializer):
                                           max_length=500)
     layers = serializers.JSONField(required=False, help_text="... import this layer chain")
     description = serializers.CharField(required=False, default="", max_length=MAX_TEXT)
+
+    required_any_of = (("zoo_name",), ("factory",), ("layers",))  # one way to add a model
 
 
 class RegisteredModelViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,

@@ -6,6 +6,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from heterps_core.zoo.sizes import PUBLISHED_SIZES, SIZES
+from webapp.bounds import MAX_TEXT, form_number
 
 
 def size_choices() -> list[tuple[str, Any]]:
@@ -62,6 +63,14 @@ class ImportModelForm(forms.Form):
                   'compute_s keyed by this project\'s resource type names.',
     )
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+
+
+class EditModelForm(forms.Form):
+    name = forms.CharField(max_length=80)
+    description = forms.CharField(required=False, max_length=MAX_TEXT, widget=forms.Textarea(
+        attrs={"rows": 3}))
+    default_batch_size = form_number("batch_size", label="Default batch size",
+                                     help_text="the plan form's batch size for this model")
 
 
 class ProfileForm(forms.Form):

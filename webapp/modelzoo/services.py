@@ -97,6 +97,7 @@ def add_factory_model(
     from heterps_core.zoo.base import layer_specs
     from heterps_core.zoo.imported import ModelImportError
 
+    check_example(built)
     try:
         chain = layer_specs(built.build(built.config()))
     except ModelImportError as exc:
@@ -109,6 +110,37 @@ def add_factory_model(
         description=description.strip() or f"{built.description} (traced from {built.spec})",
         default_batch_size=built.default_batch_size, layers=layers,
     )
+
+
+def check_example(built: Any) -> None:
+    """Run the factory's module once on its example input, before tracing it: an example
+    that does not fit forward() is the example's fault, said so on that field, not "cannot
+    split into a layer chain" with torch.fx's dump of the graph (issue 25.11)."""
+    import torch
+
+    from heterps_core.zoo.imported import (
+        ModelImportError,
+        forward_arg_names,
+        parse_example_input,
+    )
+
+    with torch.random.fork_rng():
+        module = built.module(0)
+        try:
+            inputs = parse_example_input(built.example_input, module)
+        except ModelImportError as exc:
+            raise ValidationError({"example_input": str(exc)}) from exc
+        try:
+            with torch.no_grad():
+                module(**inputs)
+        except Exception as exc:  # whatever forward() raises on inputs it does not take
+            given = "; ".join(f"{name}={str(value.dtype).removeprefix('torch.')}"
+                              f"{list(value.shape)}" for name, value in inputs.items())
+            reason = (str(exc).strip().splitlines() or [""])[0][:300]
+            raise ValidationError({"example_input": (
+                f"forward({', '.join(forward_arg_names(module))}) of {built.spec} does not run "
+                f"on this example input ({given}): {type(exc).__name__}: {reason}. Give the "
+                "shapes and dtypes forward() takes (the first dimension is the batch)")}) from None
 
 
 def import_model(

@@ -1,7 +1,7 @@
 from django.urls import path
 
 from webapp.dashboard import model_page
-from webapp.modelzoo import views
+from webapp.modelzoo import edit_views, views
 
 app_name = "modelzoo"
 urlpatterns = [
@@ -11,4 +11,6 @@ urlpatterns = [
     path("project/<int:project_pk>/import/", views.import_model, name="import"),
     path("project/<int:project_pk>/factory/", views.add_factory, name="add-factory"),
     path("<int:pk>/", model_page.detail, name="detail"),
+    path("<int:pk>/edit/", edit_views.edit, name="edit"),
+    path("<int:pk>/delete/", edit_views.delete, name="delete"),
 ]

@@ -4,7 +4,7 @@ installation (a `DemoLoaded` marker row records it)."""
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 
@@ -45,3 +45,17 @@ def already_loaded() -> bool:
         importlib.import_module(module)
     done = set(DemoLoaded.objects.values_list("loader", flat=True))
     return all(loader.name in done for loader in LOADERS)
+
+
+def admin_notice(username: str, password: str, stream: Any) -> str:
+    """What to print about a newly created admin account on `stream`: its password only to
+    a person at a terminal; output going to a file or a log (not a TTY) would keep it there,
+    so that gets the command that sets one instead (issue 25.11)."""
+    isatty = getattr(stream, "isatty", None)
+    if callable(isatty) and isatty():
+        return (f"Created the admin account. Username: {username}  Password: {password}\n"
+                "This password is shown only now; change it with "
+                f"`manage.py changepassword {username}`.")
+    return (f"Created the admin account {username!r}. Its password is not printed: this "
+            "output is not a terminal and a log would keep it. Set one with "
+            f"`manage.py changepassword {username}`.")

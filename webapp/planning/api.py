@@ -58,16 +58,27 @@ class PlanResultSerializer(serializers.ModelSerializer):
         return to_json(results.plan_figures(result))
 
 
+class OnDemandOptimumSerializer(serializers.Serializer):
+    feasible = serializers.BooleanField()
+    cost_per_hour = serializers.FloatField(allow_null=True, help_text="$ per hour, estimate")
+    reason = serializers.CharField(allow_blank=True, allow_null=True)
+
+
 class PlanningRequestSerializer(serializers.ModelSerializer):
     results = PlanResultSerializer(many=True, read_only=True)
     figure_tiers = serializers.SerializerMethodField(
         help_text="per resource type of the cluster: where its figures come from")
+    on_demand_optimum = OnDemandOptimumSerializer(
+        read_only=True, allow_null=True,
+        help_text="with spot offers: the exact optimum with none (the spot saving's yardstick)")
 
     class Meta:
         model = PlanningRequest
         fields = ["id", "project", "model", "cluster", "profile_run", "batch_size",
-                  "throughput_target", "samples", "schedulers", "budget_s", "seed", "work",
-                  "instance", "frontier", "created_at", "results", "figure_tiers"]
+                  "throughput_target", "samples", "max_hourly_cost", "max_total_cost",
+                  "schedulers", "budget_s", "seed", "work",
+                  "instance", "frontier", "created_at", "results", "figure_tiers",
+                  "on_demand_optimum"]
         read_only_fields = fields
 
     def get_figure_tiers(self, request: PlanningRequest) -> dict[str, dict[str, Any]]:
@@ -84,6 +95,11 @@ class StartPlanningSerializer(serializers.Serializer):
     samples = api_number("samples", required=False)
     budget_s = api_number("budget_s", required=False, default=5.0,
                           max_value=services.MAX_BUDGET_S)
+    max_hourly_cost = api_number("max_hourly_cost", required=False, help_text=(
+        "optional cap, $ per hour: the cheapest plan within it, or 'no plan: the target "
+        "needs at least $X/h'"))
+    max_total_cost = api_number("max_total_cost", required=False,
+                                help_text="optional cap, $ for the whole job; needs samples")
 
 
 class WhatIfSerializer(serializers.Serializer):
@@ -159,7 +175,8 @@ class PlanningRequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
             request.user, model, cluster, data["throughput_target"],
             data.get("schedulers") or services.default_schedulers(),
             batch_size=data.get("batch_size"), samples=data.get("samples"),
-            budget_s=data["budget_s"])
+            budget_s=data["budget_s"], max_hourly_cost=data.get("max_hourly_cost"),
+            max_total_cost=data.get("max_total_cost"))
         return Response(PlanningRequestSerializer(planning).data, status=status.HTTP_201_CREATED)
 
 

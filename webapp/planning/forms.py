@@ -21,6 +21,11 @@ class PlanningForm(forms.Form):
                                        "of the model's latest profile")
     samples = form_number("samples", required=False, label="Samples to train on",
                           help_text="optional; gives hours and total cost")
+    max_hourly_cost = form_number("max_hourly_cost", required=False, label="Max $ per hour",
+                                  help_text="optional cap: the cheapest plan within it, or what "
+                                            "the target needs")
+    max_total_cost = form_number("max_total_cost", required=False, label="Max $ in total",
+                                 help_text="optional cap on the whole job; needs samples")
     schedulers = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple)
     budget_s = form_number("budget_s", label="Budget per scheduler (CPU-s)", initial=5.0,
                            max_value=services.MAX_BUDGET_S,
@@ -30,10 +35,16 @@ class PlanningForm(forms.Form):
     def __init__(self, project: Project, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         fields = self.fields
-        cast(forms.ModelChoiceField, fields["model"]).queryset = RegisteredModel.objects.filter(
-            project=project)
-        cast(forms.ModelChoiceField, fields["cluster"]).queryset = Cluster.objects.filter(
-            project=project)
+        models = RegisteredModel.objects.filter(project=project)
+        clusters = Cluster.objects.filter(project=project)
+        cast(forms.ModelChoiceField, fields["model"]).queryset = models
+        cast(forms.ModelChoiceField, fields["cluster"]).queryset = clusters
+        # The only model or cluster is the choice: a blank select made the first user's
+        # "Plan" button seem dead (the browser refused the form without saying where).
+        for name, rows in (("model", models), ("cluster", clusters)):
+            only = list(rows.values_list("pk", flat=True)[:2])
+            if len(only) == 1 and not self.initial.get(name):
+                self.initial[name] = only[0]
         cast(forms.ChoiceField, fields["schedulers"]).choices = [
             (n, n) for n in services.available_schedulers()]
         self.initial.setdefault("schedulers", services.default_schedulers())

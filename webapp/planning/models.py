@@ -44,12 +44,18 @@ class PlanningRequest(ProjectOwned):
     batch_size = models.PositiveIntegerField()
     throughput_target = models.FloatField(help_text="samples/s the plan must sustain")
     samples = models.FloatField(null=True, blank=True, help_text="samples to train on")
+    # Issue 26.4: cost caps (null: none); the schedulers keep to them (planning.caps).
+    max_hourly_cost = models.FloatField(null=True, blank=True, help_text="$ per hour at most")
+    max_total_cost = models.FloatField(null=True, blank=True, help_text="$ in total at most")
     schedulers = models.JSONField(default=list)
     budget_s = models.FloatField(default=5.0, help_text="seconds per stochastic scheduler")
     seed = models.IntegerField(default=0)
     instance = models.JSONField()
     provenance = models.JSONField(default=list, blank=True)
     frontier = models.JSONField(default=list, blank=True)
+    # With spot offers: the exact optimum with none (feasible, cost_per_hour, reason), the
+    # yardstick of the plans' spot saving. None: no offers, or solved before markets.
+    on_demand_optimum = models.JSONField(null=True, blank=True)
     work = models.OneToOneField(Work, null=True, blank=True, on_delete=models.SET_NULL,
                                 related_name="planning_request")
     created_by = models.ForeignKey(

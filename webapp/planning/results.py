@@ -132,14 +132,34 @@ def stage_rows(result: PlanResult) -> list[dict[str, Any]]:
     tiers = plan_figures(result)
     for i, stage in enumerate((result.plan or {}).get("stages") or []):
         layers = [instance["layers"][j]["name"] for j in stage["layers"]]
-        price = resources[stage["resource"]]["price_per_hour"]
+        price = _unit_price(resources[stage["resource"]], stage.get("market"))
         rows.append({"number": i + 1, "layers": layers, "resource": stage["resource"],
+                     "market": stage.get("market"),
+                     "checkpoint_every": stage.get("checkpoint_every"),
                      "figures": tiers.get(stage["resource"]),
                      "units": stage["units"], "time_per_batch_s": stage["time_per_batch_s"],
                      "time_per_batch_ms": (stage["time_per_batch_s"] or 0.0) * 1e3,
                      "throughput": stage["throughput"],
                      "cost_per_hour": (stage["units"] or 0) * price})
+    server = (result.plan or {}).get("parameter_server")
+    if server:  # its shards are units of a type too: priced and counted like a stage's
+        price = resources[server["resource"]]["price_per_hour"]
+        rows.append({"number": "server", "layers": ["parameter-server shards (the tables)"],
+                     "resource": server["resource"], "figures": tiers.get(server["resource"]),
+                     "units": server["shards"], "time_per_batch_s": server["time_per_batch_s"],
+                     "time_per_batch_ms": server["time_per_batch_s"] * 1e3,
+                     "throughput": server["throughput"],
+                     "cost_per_hour": server["shards"] * price})
     return rows
+
+
+def _unit_price(resource: dict[str, Any], market: str | None) -> float:
+    """A stage's $ per unit-hour in its market. On spot, the spot price alone: the plan
+    records no per-stage cost, so the work expected to be lost to interruptions is in the
+    plan's total only (the page says so)."""
+    if market == "spot" and resource.get("market"):
+        return float(resource["market"]["spot_price"])
+    return float(resource["price_per_hour"])
 
 
 def _verdict(chosen: PlanResult, other: PlanResult) -> str:
@@ -148,3 +168,20 @@ def _verdict(chosen: PlanResult, other: PlanResult) -> str:
     if other.plan.get("assignment") == (chosen.plan or {}).get("assignment"):
         return "found the same plan"
     return verdict(Plan.from_dict(chosen.plan or {}), Plan.from_dict(other.plan))
+
+
+def spot_saving(plan_result: PlanResult) -> dict[str, Any] | None:
+    """What this plan saves per hour against the all-on-demand optimum of its request (both
+    estimates of the same cost model), or None without spot offers. With no on-demand plan
+    within the request's caps, the reason stands in for the saving."""
+    optimum = plan_result.request.on_demand_optimum
+    if not optimum or not plan_result.feasible or plan_result.cost_per_hour is None:
+        return None
+    if not optimum["feasible"]:
+        return {"on_demand": None, "reason": optimum["reason"]}
+    on_demand = float(optimum["cost_per_hour"])
+    saving = on_demand - float(plan_result.cost_per_hour)
+    percent = f" ({100 * abs(saving) / on_demand:.1f}%)" if on_demand else ""
+    # A plan of another scheduler can cost more than the on-demand optimum: it says so.
+    text = f"${abs(saving):,.3f} per hour {'less' if saving >= 0 else 'more'}{percent}"
+    return {"on_demand": on_demand, "saving": saving, "text": text}

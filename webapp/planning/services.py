@@ -15,6 +15,7 @@ from django.db import transaction
 
 from heterps_core import schedulers
 from heterps_core.costmodel import is_better
+from heterps_core.costmodels.caps import NO_CAPS, CostCaps
 from heterps_core.errors import HeterPSError
 from heterps_core.explain import what_if
 from heterps_core.frontier import frontier
@@ -25,9 +26,10 @@ from heterps_core.profiler.result import ModelProfile
 from heterps_core.progress import Progress, ProgressCallback, no_progress
 from heterps_core.provenance import ResourceProvenance, Tier, stamp, summarise
 from webapp.background.services import start_work
-from webapp.catalogue.hardware import catalogue_for
+from webapp.catalogue.hardware import catalogue_for, with_markets
 from webapp.catalogue.models import ResourceType
 from webapp.modelzoo.models import RegisteredModel
+from webapp.planning.caps import caps_of, checked_caps
 from webapp.planning.models import Cluster, PlanningRequest, PlanResult
 from webapp.profiling.remote import with_agent_figures
 from webapp.profiling.services import latest_profile
@@ -153,7 +155,7 @@ def build_request_instance(
     provenance = [f.to_dict() for f in built.figures]
     for figure in provenance:
         figure.pop("detail", None)  # the roofline working is in the profile run
-    return built.instance, provenance, run.pk
+    return with_markets(built.instance, resource_types), provenance, run.pk
 
 
 def _why_estimated(records: dict[str, ResourceProvenance],
@@ -190,7 +192,8 @@ def start_planning(
     user: AnyUser, model: RegisteredModel, cluster: Cluster,
     throughput_target: float, scheduler_names: list[str], batch_size: int | None = None,
     samples: float | None = None, budget_s: float = 5.0, seed: int = 0,
-    adjust: Adjust | None = None,
+    adjust: Adjust | None = None, max_hourly_cost: float | None = None,
+    max_total_cost: float | None = None,
 ) -> PlanningRequest:
     """Validate, build the instance, record the request and enqueue the solving work.
     `adjust` rewrites the built instance and its provenance before it is stored (re-planning
@@ -207,6 +210,7 @@ def start_planning(
     if not 0 < budget_s <= MAX_BUDGET_S:
         raise ValidationError({"budget_s": f"must be between 0 and {MAX_BUDGET_S:g} CPU "
                                                 "seconds"})
+    caps = checked_caps(max_hourly_cost, max_total_cost, samples)
     names = list(dict.fromkeys(scheduler_names))
     if not names:
         raise ValidationError({"schedulers": "pick at least one scheduler"})
@@ -226,6 +230,7 @@ def start_planning(
             project_id=model.project_id, model=model, cluster=cluster, profile_run_id=run_id,
             batch_size=batch_size, throughput_target=float(throughput_target), samples=samples,
             schedulers=names, budget_s=budget_s, seed=seed, instance=instance.to_dict(),
+            max_hourly_cost=caps.max_hourly_cost, max_total_cost=caps.max_total_cost,
             provenance=provenance, created_by=user if user.is_authenticated else None,
         )
         request.work = start_work(user, model.project, KIND, {"request": request.pk})
@@ -240,6 +245,7 @@ def solve_request(request_id: int, progress: ProgressCallback = no_progress) -> 
     request = PlanningRequest.objects.get(pk=request_id)
     instance = Instance.from_dict(request.instance)
     names = request.schedulers
+    caps = caps_of(request)
     steps = len(names) + 1
     plans: dict[str, Plan | None] = {}
     errors: dict[str, str] = {}
@@ -247,10 +253,12 @@ def solve_request(request_id: int, progress: ProgressCallback = no_progress) -> 
         report = _scaled(progress, i, steps, name)
         report(Progress(0, 1, "starting"))
         try:
-            plans[name] = _solve(name, instance, request.seed, request.budget_s, report)
+            plans[name] = _solve(name, instance, request.seed, request.budget_s, report, caps)
         except HeterPSError as exc:
             plans[name], errors[name] = None, str(exc)
-    reference = plans.get(REFERENCE) or _solve(REFERENCE, instance, 0, None, no_progress)
+    reference = plans.get(REFERENCE) or _solve(REFERENCE, instance, 0, None, no_progress, caps)
+    request.on_demand_optimum = _on_demand_optimum(instance, caps)
+    request.save(update_fields=["on_demand_optimum"])
     progress(Progress(len(names), steps, "sweeping targets for the exact frontier"))
     # The sweep reports progress too: a Cancel (WorkCancelled from the callback) stops it
     # between targets instead of after the whole sweep.
@@ -264,20 +272,44 @@ def solve_request(request_id: int, progress: ProgressCallback = no_progress) -> 
 
 
 def _solve(name: str, instance: Instance, seed: int, budget_s: float | None,
-           progress: ProgressCallback) -> Plan:
+           progress: ProgressCallback, caps: CostCaps = NO_CAPS) -> Plan:
     scheduler_class = schedulers.get(name)
     refusal = scheduler_class.refusal(instance)
     if refusal is not None:
         raise HeterPSError(f"{name} refused: {refusal}")
-    return schedulers.create(name, seed=seed, budget_s=budget_s).plan(instance, progress)
+    return schedulers.create(name, seed=seed, budget_s=budget_s, caps=caps).plan(instance,
+                                                                                 progress)
+
+
+def chosen_scheduler(plans: dict[str, Plan | None]) -> str | None:
+    """The scheduler whose plan is chosen: the best by the objective (`is_better`); on a
+    tie, the exact scheduler's (a proven optimum), never the first one listed (`bayes`
+    came before `exact` on the form and won ties, issue 25.11)."""
+    best_name: str | None = None
+    for name, plan in plans.items():
+        incumbent = plans[best_name] if best_name else None
+        if plan is None:
+            continue
+        tie = (incumbent is not None and plan.feasible and not is_better(plan, incumbent)
+               and not is_better(incumbent, plan))
+        if is_better(plan, incumbent) or (tie and name == REFERENCE):
+            best_name = name
+    return best_name
+
+
+def _on_demand_optimum(instance: Instance, caps: CostCaps) -> dict[str, Any] | None:
+    """The exact plan with every spot offer removed (None when the cluster has none)."""
+    if not instance.has_markets:
+        return None
+    plan = _solve(REFERENCE, instance.on_demand(), 0, None, no_progress, caps)
+    return {"feasible": plan.feasible,
+            "cost_per_hour": plan.cost_per_hour if plan.feasible else None,
+            "reason": plan.reason}
 
 
 def _store_results(request: PlanningRequest, plans: dict[str, Plan | None],
                    errors: dict[str, str], reference: Plan, points: list[dict[str, Any]]) -> None:
-    best_name: str | None = None
-    for name, plan in plans.items():
-        if plan is not None and is_better(plan, plans[best_name] if best_name else None):
-            best_name = name
+    best_name = chosen_scheduler(plans)
     optimum = reference.cost_per_hour if reference.feasible else None
     # In place: a re-solve rewrites each scheduler's row and keeps its id, so jobs made
     # from a result and links to it keep working; rows of other origins stay as they are.
@@ -345,6 +377,28 @@ def _json_numbers(metrics: dict[str, Any]) -> dict[str, Any]:
                                                           and not math.isfinite(v))}
 
 
+def what_if_summary(change: Any) -> str:
+    """The what-if's answer with its units: "$0.840/h, \u2212$0.360 per hour (\u221230.0%)" (the
+    core's summary printed the difference as a bare "-0.360")."""
+    before, after = change.before, change.after
+    if not after.feasible or not before.feasible:
+        return str(change.summary())
+    delta = change.delta_cost_per_hour or 0.0
+    pct = 100 * delta / before.cost_per_hour if before.cost_per_hour else 0.0
+    moved = "" if after.assignment == before.assignment else " (plan changes)"
+    return (f"{change.change}: ${after.cost_per_hour:,.3f}/h, {_signed_dollars(delta)} per hour "
+            f"({pct:+.1f}%){moved}").replace("(-", "(\u2212")
+
+
+def _signed_dollars(amount: float) -> str:
+    """The sign before the dollar sign, as the pages' `signed_usd` filter writes it (the
+    planning app sits below costs, so it keeps its own three-decimal copy)."""
+    text = f"${abs(amount):,.3f}"
+    if float(text[1:].replace(",", "")) == 0:
+        return f"\u00b1{text}"
+    return f"+{text}" if amount > 0 else f"\u2212{text}"
+
+
 def run_what_if(
     user: AnyUser, result: PlanResult, resource: str,
     price_per_hour: float | None, count: int | None,
@@ -367,6 +421,7 @@ def run_what_if(
     except HeterPSError as exc:
         raise ValidationError({"resource": str(exc)}) from exc
     data = change.to_dict()
+    data["summary"] = what_if_summary(change)
     data["after_stages"] = [
         {"resource": s.resource, "units": s.units,
          "layers": [instance.layers[j].name for j in s.layers]} for s in change.after.stages

@@ -45,7 +45,8 @@ def create(request: HttpRequest, project_pk: int) -> HttpResponse:
             planning = services.start_planning(
                 request.user, data["model"], data["cluster"], data["throughput_target"],
                 data["schedulers"], batch_size=data["batch_size"], samples=data["samples"],
-                budget_s=data["budget_s"])
+                budget_s=data["budget_s"], max_hourly_cost=data["max_hourly_cost"],
+                max_total_cost=data["max_total_cost"])
         except ValidationError as exc:
             add_service_errors(form, exc)
         else:
@@ -155,12 +156,15 @@ def _result_context(request: HttpRequest, plan_result: PlanResult, form: WhatIfF
         approve_url = reverse("jobs:approve", args=[plan_result.pk])
     except NoReverseMatch:  # the jobs app is optional to this page
         approve_url = None
+    stages = results.stage_rows(plan_result)
     return {
         "result": plan_result,
         "planning": plan_result.request,
         "project": plan_result.project,
         "plan": plan_result.plan or {},
-        "stages": results.stage_rows(plan_result),
+        "stages": stages,
+        "has_markets": any(s["market"] for s in stages if "market" in s),
+        "spot_saving": results.spot_saving(plan_result),
         "figures": results.plan_figures(plan_result),
         "heterogeneity": results.heterogeneity(plan_result),
         "band": results.throughput_band(plan_result),

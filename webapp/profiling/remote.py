@@ -283,7 +283,7 @@ def with_agent_figures(run_id: int, built: BuiltInstance) -> BuiltInstance:
             seconds[(layer.name, resource)] = Figure(
                 layer.name, resource, layer.time.median_s, "measured",
                 f"{origin.host}: {profile.device.label}", profile.measured_at,
-                layer.time.to_dict(), tier=Tier.AGENT)
+                layer.time.to_dict(), tier=Tier.AGENT, host=profile.device.host)
     figures = tuple(seconds.get((f.layer, f.resource), f) for f in built.figures)
     data = built.instance.to_dict()
     for layer in data["layers"]:

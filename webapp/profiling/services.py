@@ -9,6 +9,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from heterps_core.limits import LIMITS
 from heterps_core.profiler.instance_builder import build_instance
 from heterps_core.profiler.measure import Measurement
 from heterps_core.profiler.result import ModelProfile
@@ -21,7 +22,7 @@ from webapp.projects.permissions import Action, AnyUser, check
 
 KIND = "profile"
 MAX_BATCH = 65_536
-MAX_REPEATS = 50
+MAX_REPEATS = int(LIMITS["repeats"].high)  # the API's and the CLI's bound
 MEASURED_RESOURCE = "this machine"
 
 

@@ -10,7 +10,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from webapp.projects.models import Membership, Project
+from webapp.projects.models import Invitation, Membership, Project
 from webapp.projects.permissions import Action, can, projects_for, visible, visible_projects
 
 
@@ -110,3 +110,20 @@ class MembershipAdmin(ProjectScopedAdmin):
     list_filter = ["role"]
     autocomplete_fields = ["user", "project"]
     change_action = delete_action = Action.MANAGE
+
+
+@admin.register(Invitation)
+class InvitationAdmin(ProjectScopedAdmin):
+    """Read-only: invitations are made on the team page or the API (the link's token is
+    shown once, there); an owner may delete one here."""
+
+    list_display = ["project", "email", "user", "role", "created_at", "expires_at",
+                    "accepted_at", "revoked_at"]
+    list_filter = ["role"]
+    readonly_fields = ["project", "email", "user", "role", "invited_by", "created_at",
+                       "expires_at", "accepted_at", "accepted_by", "revoked_at"]
+    exclude = ["token_hash"]
+    change_action = delete_action = Action.MANAGE
+
+    def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
+        return False

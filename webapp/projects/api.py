@@ -5,12 +5,26 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import Prefetch, QuerySet
-from rest_framework import mixins, serializers, viewsets
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
 
-from webapp.bounds import MAX_TEXT
+from webapp.bounds import MAX_TEXT, api_id, filter_by_query
 from webapp.projects import services
-from webapp.projects.models import Membership, Project
-from webapp.projects.permissions import role_of, visible_projects
+from webapp.projects.models import Invitation, Membership, Project, Role
+from webapp.projects.permissions import (
+    Action,
+    get_owned,
+    get_project,
+    projects_for,
+    role_of,
+    valid_id,
+    visible,
+    visible_projects,
+)
+from webapp.projects.views import accept_link
 
 
 class MembershipSerializer(serializers.ModelSerializer):
@@ -91,3 +105,135 @@ class ProjectViewSet(
         serializer.instance = services.create_project(
             self.request.user, data["name"], data.get("description", "")
         )
+
+
+# The team over the API: memberships (role changes, removal) and invitations. Owners only
+# for every change; members and viewers may list who is in their projects.
+class MemberSerializer(serializers.ModelSerializer):
+    username = serializers.CharField(source="user.username", read_only=True)
+
+    class Meta:
+        model = Membership
+        fields = ["id", "project", "username", "role", "created_at"]
+        read_only_fields = fields
+
+
+class RoleSerializer(serializers.Serializer):
+    role = serializers.ChoiceField(choices=Role.choices)
+
+
+class InvitationSerializer(serializers.ModelSerializer):
+    invitee = serializers.CharField(read_only=True)
+    username = serializers.CharField(source="user.username", read_only=True, default=None,
+                                     allow_null=True)
+    invited_by = serializers.CharField(source="invited_by.username", read_only=True,
+                                       default=None, allow_null=True)
+    state = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Invitation
+        fields = ["id", "project", "invitee", "username", "email", "role", "state",
+                  "invited_by", "created_at", "expires_at", "accepted_at", "revoked_at"]
+        read_only_fields = fields
+
+    def get_state(self, invitation: Invitation) -> str:
+        if invitation.accepted_at:
+            return "accepted"
+        if invitation.revoked_at:
+            return "revoked"
+        return "pending" if invitation.pending else "expired"
+
+
+class InviteSerializer(serializers.Serializer):
+    project = api_id()
+    who = serializers.CharField(max_length=254, help_text="a username or an e-mail address")
+    role = serializers.ChoiceField(choices=Role.choices, default=Role.MEMBER)
+
+
+class InvitedSerializer(InvitationSerializer):
+    link = serializers.CharField(read_only=True, help_text="shown only in this answer")
+    mailed_to = serializers.CharField(read_only=True)
+
+    class Meta(InvitationSerializer.Meta):
+        fields = [*InvitationSerializer.Meta.fields, "link", "mailed_to"]
+        read_only_fields = fields
+
+
+class AcceptSerializer(serializers.Serializer):
+    token = serializers.CharField(max_length=200)
+
+
+class MembershipViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
+    """Members of your projects (`?project=`); owners change a role (PATCH) or remove one."""
+
+    serializer_class = MemberSerializer
+
+    def get_queryset(self) -> QuerySet[Membership]:
+        rows = visible(self.request.user, Membership.objects.select_related("user"))
+        return filter_by_query(self.request.query_params, rows, "project").order_by("id")
+
+    def retrieve(self, request: Request, pk: str | None = None) -> Response:
+        return Response(MemberSerializer(self._get(pk, Action.VIEW)).data)
+
+    @extend_schema(request=RoleSerializer, responses={200: MemberSerializer})
+    def partial_update(self, request: Request, pk: str | None = None) -> Response:
+        membership = self._get(pk, Action.MANAGE)
+        change = RoleSerializer(data=request.data)
+        change.is_valid(raise_exception=True)
+        membership = services.set_member(request.user, membership.project, membership.user,
+                                         change.validated_data["role"])
+        return Response(MemberSerializer(membership).data)
+
+    def destroy(self, request: Request, pk: str | None = None) -> Response:
+        membership = self._get(pk, Action.MANAGE)
+        services.remove_member(request.user, membership.project, membership.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    def _get(self, pk: str | None, action: Action) -> Membership:
+        return get_owned(self.request.user, Membership.objects.select_related("project", "user"),
+                         valid_id(pk) or 0, action)
+
+
+class InvitationViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
+    """Invitations of the projects you own (`?project=`): invite by username or e-mail,
+    revoke (DELETE); anyone signed in accepts one with its link's token."""
+
+    serializer_class = InvitationSerializer
+
+    def get_queryset(self) -> QuerySet[Invitation]:
+        rows = Invitation.objects.filter(project__in=projects_for(self.request.user,
+                                                                  Action.MANAGE))
+        rows = rows.select_related("user", "invited_by")
+        return filter_by_query(self.request.query_params, rows, "project").order_by("-id")
+
+    def retrieve(self, request: Request, pk: str | None = None) -> Response:
+        return Response(InvitationSerializer(self._get(pk)).data)
+
+    @extend_schema(request=InviteSerializer, responses={201: InvitedSerializer})
+    def create(self, request: Request) -> Response:
+        ask = InviteSerializer(data=request.data)
+        ask.is_valid(raise_exception=True)
+        data = ask.validated_data
+        project = get_project(request.user, data["project"], Action.MANAGE)
+        invited = services.invite(request.user, project, data["who"], data["role"],
+                                  lambda token: accept_link(request, token))
+        answer = InvitationSerializer(invited.invitation).data
+        answer.update(link=invited.link, mailed_to=invited.mailed_to)
+        return Response(answer, status=status.HTTP_201_CREATED)
+
+    def destroy(self, request: Request, pk: str | None = None) -> Response:
+        services.revoke_invitation(request.user, self._get(pk))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(request=AcceptSerializer, responses={200: MemberSerializer})
+    @action(detail=False, methods=["post"])
+    def accept(self, request: Request) -> Response:
+        ask = AcceptSerializer(data=request.data)
+        ask.is_valid(raise_exception=True)
+        membership = services.accept_invitation(request.user, ask.validated_data["token"])
+        return Response(MemberSerializer(membership).data)
+
+    def _get(self, pk: str | None) -> Invitation:
+        return get_owned(self.request.user,
+                         Invitation.objects.select_related("project", "user", "invited_by"),
+                         valid_id(pk) or 0, Action.MANAGE)

@@ -7,6 +7,7 @@ from functools import cached_property
 
 from heterps_core.costmodels.base import CostModel, Options, UnitRun
 from heterps_core.costmodels.v2.plans import build_plan, evaluate_v2, infeasible_v2
+from heterps_core.costmodels.v2.server import Shards, server_need
 from heterps_core.costmodels.v2.terms import StageTerms, stage_options
 from heterps_core.plan import Plan, ServerPlacement
 
@@ -24,6 +25,16 @@ class JointModel(CostModel):
 
     def evaluate(self, assignment: Sequence[str], scheduler: str = "evaluate") -> Plan:
         return evaluate_v2(self.instance, assignment, scheduler)
+
+    def evaluate_with_shards(self, assignment: Sequence[str], resource: str, shards: int,
+                             scheduler: str = "evaluate") -> Plan:
+        role = self.instance.parameter_server
+        if role is None or server_need(self.instance) is None:
+            return super().evaluate_with_shards(assignment, resource, shards, scheduler)
+        if resource not in role.hosts:
+            return self.infeasible(scheduler, f"{resource!r} may not host the parameter server "
+                                   f"(hosts: {', '.join(role.hosts)})", assignment)
+        return evaluate_v2(self.instance, assignment, scheduler, Shards(resource, shards))
 
     def options(self, first: int, last: int, resource: str) -> Options | str:
         """With every unit of the instance available and the server's work per row left out

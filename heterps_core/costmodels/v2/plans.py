@@ -11,20 +11,24 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from heterps_core.costmodels import market
 from heterps_core.costmodels.base import Options, UnitRun
 from heterps_core.costmodels.common import check_assignment, job_length, stages_of
 from heterps_core.costmodels.v2.chain_search import allocate
 from heterps_core.costmodels.v2.labels import Solution, better_total, turns_rate
-from heterps_core.costmodels.v2.server import Choice, server_choices
+from heterps_core.costmodels.v2.server import Choice, Shards, server_choices
 from heterps_core.costmodels.v2.terms import StageTerms, stage_options, sync_label
 from heterps_core.instance import Instance
 from heterps_core.plan import Plan, ServerPlacement, Stage
 
 
-def evaluate_v2(instance: Instance, assignment: Sequence[str], scheduler: str) -> Plan:
-    """The cheapest provisioning of `assignment` over every server placement."""
+def evaluate_v2(
+    instance: Instance, assignment: Sequence[str], scheduler: str, fixed: Shards | None = None
+) -> Plan:
+    """The cheapest provisioning of `assignment` over every server placement (with `fixed`:
+    that one only)."""
     check_assignment(instance, assignment)
-    choices, reasons = server_choices(instance)
+    choices, reasons = server_choices(instance, fixed)
     best: tuple[Solution, Choice] | None = None
     for choice in choices:
         solution, why = solve_choice(instance, choice, assignment)
@@ -110,7 +114,7 @@ def build_plan(
     cost = sum(units * instance.resource(res).price_per_hour for _, _, res, units in runs)
     cost += server.cost_per_hour if server else 0.0
     hours, total_cost = job_length(instance, throughput, cost)
-    return Plan(
+    plan = Plan(
         scheduler=scheduler,
         feasible=True,
         assignment=tuple(res for first, last, res, _ in runs for _ in range(first, last + 1)),
@@ -124,6 +128,7 @@ def build_plan(
         parameter_server=server,
         cost_model=2,
     )
+    return market.with_markets(instance, plan, terms.memory_gb)
 
 
 def infeasible_v2(

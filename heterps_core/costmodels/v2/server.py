@@ -44,9 +44,11 @@ def server_need(instance: Instance) -> ServerNeed | None:
 
 
 def place_server(
-    instance: Instance, host: str, need: ServerNeed
+    instance: Instance, host: str, need: ServerNeed, shards: int | None = None
 ) -> tuple[ServerPlacement | None, str | None]:
-    """The fewest shards of `host` that hold the tables and serve the target rate."""
+    """The fewest shards of `host` that hold the tables and serve the target rate; with
+    `shards`, exactly that many (a run's override, `heterps run --ps-shards --reevaluate`),
+    or why they do not."""
     res = instance.resource(host)
     assert instance.parameter_server is not None
     row_s = instance.parameter_server.row_s.get(host, 0.0)
@@ -68,7 +70,11 @@ def place_server(
             k_rate -= 1
         while k_rate * instance.batch_size / one_shard_s < target:
             k_rate += 1
-    shards = max(k_mem, k_rate)
+    if shards is not None:
+        why = _fixed_shards_problem(instance, host, need, shards, k_mem, k_rate)
+        if why:
+            return None, why
+    shards = shards if shards is not None else max(k_mem, k_rate)
     if shards > res.count:
         why = "to hold the tables" if k_mem >= k_rate else "to serve the target's rows"
         return None, f"the parameter server needs {shards} units of {host} {why}, {res.count} exist"
@@ -85,6 +91,24 @@ def place_server(
         ),
         None,
     )
+
+
+def _fixed_shards_problem(
+    instance: Instance, host: str, need: ServerNeed, shards: int, k_mem: int, k_rate: int
+) -> str | None:
+    """Why exactly `shards` shards of `host` cannot serve the plan, or None."""
+    res = instance.resource(host)
+    if shards < 1:
+        return f"the parameter server needs at least 1 shard, got {shards}"
+    if shards > res.count:
+        return f"{shards} shards of {host} asked for, {res.count} units exist"
+    if shards < k_mem:
+        return (f"{shards} shard(s) of {host} cannot hold the tables: {need.table_gb:g} GB "
+                f"needs {k_mem} of {res.memory_gb:g} GB")
+    if shards < k_rate:
+        return (f"{shards} shard(s) of {host} cannot serve "
+                f"{instance.throughput_target:g} samples/s: that needs {k_rate}")
+    return None
 
 
 def server_row_wait_s(instance: Instance, server: ServerPlacement | None) -> float:
@@ -104,16 +128,29 @@ class Choice:
     counts: dict[str, int]
 
 
-def server_choices(instance: Instance) -> tuple[list[Choice], list[str]]:
-    """Every placement that fits (or the one without a server), and why the others do not."""
+@dataclass(frozen=True)
+class Shards:
+    """A server fixed by its user: exactly `count` shards on `resource`."""
+
+    resource: str
+    count: int
+
+
+def server_choices(
+    instance: Instance, fixed: Shards | None = None
+) -> tuple[list[Choice], list[str]]:
+    """Every placement that fits (or the one without a server), and why the others do not;
+    with `fixed`, only that one."""
     counts = {r.name: r.count for r in instance.resources}
     need = server_need(instance)
     if need is None:
         return [Choice(None, counts)], []
     assert instance.parameter_server is not None
     choices, reasons = [], []
-    for host in instance.parameter_server.hosts:
-        placement, why = place_server(instance, host, need)
+    hosts = instance.parameter_server.hosts if fixed is None else (fixed.resource,)
+    for host in hosts:
+        placement, why = place_server(instance, host, need,
+                                      fixed.count if fixed is not None else None)
         if placement is None:
             reasons.append(why or f"no parameter server fits on {host}")
             continue

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from heterps_core.costmodels import market
 from heterps_core.costmodels.base import Options
 from heterps_core.costmodels.common import REL_TOL
 from heterps_core.costmodels.v2.terms import StageTerms
@@ -187,7 +188,9 @@ def _price(
     units = cols + 1
     return (
         first[rows], last[rows], np.full(rows.size, r, dtype=np.int64), ahead[rows],
-        units.astype(np.int64), units * res.price_per_hour, times[rows, cols],
+        units.astype(np.int64),
+        market.unit_costs(res, units, fixed[rows, 0] + sharded[rows, 0] / units),
+        times[rows, cols],
         per_sample[rows, cols],
     )
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from heterps_core.costmodels import market
 from heterps_core.costmodels.base import Options
 from heterps_core.costmodels.chain import ChainCosts
 from heterps_core.costmodels.common import REL_TOL, describe, prefix
@@ -137,7 +138,7 @@ def stage_options(terms: StageTerms, first: int, last: int, resource: str) -> Op
     units = pick + 1
     return Options(
         first, last, resource, ahead, units.astype(np.int64),
-        units * res.price_per_hour, times[pick], per_sample[pick],
+        market.unit_costs(res, units, fixed + sharded / units), times[pick], per_sample[pick],
     )
 
 

@@ -49,6 +49,8 @@ class SyncMode:
     name: ClassVar[str]
     summary: ClassVar[str]
     params: ClassVar[tuple[Param, ...]] = ()
+    # Every round ends in an all-reduce: all workers take the same number of steps.
+    collective: ClassVar[bool] = False
 
     def __init__(self, **given: Any) -> None:
         self.p = resolve(self.params, given, f"mode.{self.name}")

@@ -11,6 +11,7 @@ from heterps_core.dataparallel.params import Param
 class BSP(SyncMode):
     name = "bsp"
     summary = "Bulk-synchronous: every step, all workers all-reduce and wait for the slowest."
+    collective = True
 
     def plan_round(self, worker: int, view: SyncView) -> RoundPlan:
         return RoundPlan(local_steps=1, collective=True)
@@ -45,6 +46,7 @@ class SSP(SyncMode):
 class LocalSGD(SyncMode):
     name = "local_sgd"
     summary = "Local SGD: H local steps, then all workers average their parameters."
+    collective = True
     params = (Param("period", "int", 8, "local steps H between averagings", 1, 10000,
                     label="Local steps between averagings"),)
 

@@ -132,3 +132,39 @@ class Collective:
 class Failed:
     worker: int
     text: str
+
+
+@dataclass(frozen=True)
+class RowPull:
+    """The rows one step of a worker looks up: `ids[t]`, table t's distinct ids (int64)."""
+
+    worker: int
+    round: int  # the worker's step: in a synchronous shard, answered once round-1 is applied
+    ids: list[np.ndarray]
+
+    @property
+    def nbytes(self) -> int:
+        return sum(part.nbytes for part in self.ids)
+
+
+@dataclass(frozen=True)
+class RowReply:
+    rows: list[np.ndarray]  # float32 [len(ids[t]), dim] per table
+
+    @property
+    def nbytes(self) -> int:
+        return sum(part.nbytes for part in self.rows)
+
+
+@dataclass(frozen=True)
+class RowPush:
+    """One step's gradient rows of a worker: one summed row per distinct id, per table."""
+
+    worker: int
+    round: int
+    ids: list[np.ndarray]
+    grads: list[np.ndarray]
+
+    @property
+    def nbytes(self) -> int:
+        return sum(part.nbytes for part in self.ids) + sum(part.nbytes for part in self.grads)

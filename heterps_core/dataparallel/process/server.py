@@ -7,8 +7,13 @@ Time is this machine's wall clock from the moment every worker has profiled and 
 A worker that dies stops the run with a `RunError` naming it; cancel, the end of the run or
 any error stops every worker (STOP, then terminate, then kill), so none outlives the run.
 
+This process also holds the embedding tables, as one `ps.Shard` (rows.py): workers pull the
+rows each step looks up and push their gradient rows, and the shard applies the optimiser
+to those rows only. The flat parameter vector of `ServerState` is the dense layers only.
+
 This module keeps only the transport (processes, sockets, the wall clock); what the server
-decides is `state.ServerState`, shared with the emulated backend.
+decides is `state.ServerState`, shared with the emulated backend, which `rounds.Rounds`
+calls for a worker's round messages; the tables' rows are served by `tables.TableServer`.
 """
 
 from __future__ import annotations
@@ -20,8 +25,6 @@ import subprocess
 import time
 from multiprocessing.connection import Connection, Listener, wait
 
-import torch
-
 from heterps_core import processes
 from heterps_core.dataparallel.errors import DataParallelError
 from heterps_core.dataparallel.events import WorkerProfile
@@ -32,20 +35,22 @@ from heterps_core.dataparallel.process.messages import (
     Collective,
     Echo,
     Failed,
-    PlanReply,
     Push,
     Ready,
     RoundRequest,
+    RowPull,
+    RowPush,
     Step,
     WorkerSpec,
-    dense,
-    pack,
 )
+from heterps_core.dataparallel.process.rounds import Rounds
+from heterps_core.dataparallel.process.tables import TableServer
 from heterps_core.dataparallel.profiling import pooled
 from heterps_core.dataparallel.result import TrainResult
 from heterps_core.dataparallel.state import ServerState
 from heterps_core.rendezvous import serve
 from heterps_core.runtime.errors import RunError
+from heterps_core.zoo.tables import tables_on_meta
 
 WORKER_MODULE = "heterps_core.dataparallel.process.worker"
 POLL_S = 0.02
@@ -57,11 +62,11 @@ class ProcessBackend:
     def __init__(self, run: DataParallelRun) -> None:
         self.run_spec = run
         self.cfg = cfg = run.config
-        self.state = ServerState(run)
-        self.round_staleness = [0] * cfg.workers
-        self.pulled_version = [0] * cfg.workers
-        self.arrived: dict[int, float] = {}  # worker -> its wait in the running all-reduce
-        self.collective_mean: torch.Tensor | None = None
+        with tables_on_meta():  # rows exist on the shard only, once touched
+            server = run.build()
+        self.tables = TableServer(run, server, self._send)  # takes the tables out of `server`
+        self.state = ServerState(run, server)
+        self.rounds = Rounds(self.state, cfg.workers, self._send, self._now)
         self.failures: dict[int, str] = {}
         self.procs: list[subprocess.Popen[bytes]] = []
         self.sentinels: list[int] = []
@@ -179,13 +184,17 @@ class ProcessBackend:
 
     def _handle(self, message: object) -> None:
         if isinstance(message, RoundRequest):
-            self._start(message.worker)
+            self.rounds.start(message.worker)
         elif isinstance(message, Step):
-            self._step(message)
+            self.rounds.step(message)
         elif isinstance(message, Push):
-            self._push(message)
+            self.rounds.push(message)
         elif isinstance(message, Collective):
-            self._collective(message)
+            self.rounds.collective(message)
+        elif isinstance(message, RowPull):
+            self.tables.pull(message, self.state.summaries)
+        elif isinstance(message, RowPush):
+            self.tables.push(message, self.state.summaries)
 
     def _check_alive(self) -> None:
         for w, proc in enumerate(self.procs):
@@ -219,59 +228,6 @@ class ProcessBackend:
         raise RunError(f"data-parallel worker {w} (pid {proc.pid}) {how}{step}"
                        + (f": {detail}" if detail else "")
                        + "; the other workers were stopped", self._pids())
-
-    # -- a worker's round ------------------------------------------------------------------
-
-    def _start(self, w: int) -> None:
-        # A worker still inside an all-reduce the server has not seen complete waits for it.
-        state = self.state
-        admitted = state.admit(self._now(), w, busy=w in self.arrived)
-        if admitted is None:
-            return
-        plan, staleness = admitted
-        self.round_staleness[w] = staleness
-        self.pulled_version[w] = state.version
-        pull = pack(state.theta, state.stale[w])
-        state.stale[w] = False
-        state.summaries[w].bytes_received += pull.nbytes
-        if plan.collective:
-            state.busy.add(w)
-        compressor = state.mode.compressor
-        sizes = state.batch_sizes
-        self._send(w, PlanReply(
-            local_steps=plan.local_steps, collective=plan.collective,
-            compress=plan.compress and compressor is not None,
-            topk_ratio=compressor.ratio if compressor else 1.0,
-            error_feedback=compressor.error_feedback if compressor else False,
-            batch_size=sizes[w], share=sizes[w] / sum(sizes), pull=pull,
-        ))
-
-    def _step(self, step: Step) -> None:
-        self.state.step(step.worker, self._now(), step.step_time_s, step.batch_size, step.loss,
-                        self.round_staleness[step.worker])
-
-    def _push(self, push: Push) -> None:
-        w = push.worker
-        self.state.summaries[w].bytes_sent += push.nbytes
-        self.state.push(w, self._now(), dense(push.update), push.nbytes, self.pulled_version[w],
-                        self.round_staleness[w], push.compressed)
-        self._retry_blocked()
-
-    def _collective(self, done: Collective) -> None:
-        self.arrived[done.worker] = done.wait_s
-        if done.mean is not None:
-            self.collective_mean = dense(done.mean)
-        if len(self.arrived) < self.cfg.workers or self.collective_mean is None:
-            return
-        waits = [self.arrived[v] for v in range(self.cfg.workers)]
-        self.state.all_reduced(self._now(), self.collective_mean, waits)  # gloo's ring
-        self.arrived.clear()
-        self.collective_mean = None
-        self._retry_blocked()
-
-    def _retry_blocked(self) -> None:
-        for other in sorted(self.state.blocked_since):
-            self._start(other)
 
     # -- shutdown --------------------------------------------------------------------------
 

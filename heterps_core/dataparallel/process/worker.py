@@ -1,9 +1,14 @@
-"""A worker process: its own replica, optimiser and shard; rounds as the server plans them.
+"""A worker process: its own replica of the dense layers, optimiser and shard of the data;
+rounds as the server plans them.
 
 Every round: ask the server for a plan (it answers once the sync mode lets this worker start,
-with the entries that changed since its last pull), run the local steps, then push the update
-(top-k compressed when the plan says so, with this worker's own error-feedback residual) or
-all-reduce it with the other workers over gloo.
+with the dense entries that changed since its last pull), run the local steps, then push the
+dense update (top-k compressed when the plan says so, with this worker's own error-feedback
+residual) or all-reduce it with the other workers over gloo. A BSP round (one collective
+step) all-reduces the gradients instead, before the optimiser step, so that every worker's
+Adam or Adagrad takes the step one worker would take on all the workers' batches. Every
+step pulls the table rows its mini-batch looks up from the server and pushes their gradient
+rows back (rows.py); the tables' optimiser runs on the server.
 """
 
 from __future__ import annotations
@@ -17,8 +22,10 @@ from dataclasses import replace
 from datetime import timedelta
 from multiprocessing.connection import Client, Connection
 
+import numpy as np
 import torch
 import torch.distributed as dist
+from torch import nn
 
 from heterps_core import zoo
 from heterps_core.dataparallel.compression import TopK, plain
@@ -34,14 +41,20 @@ from heterps_core.dataparallel.process.messages import (
     Push,
     Ready,
     RoundRequest,
+    RowPull,
+    RowPush,
+    RowReply,
     Step,
     WorkerSpec,
     pack,
     unpack_into,
 )
 from heterps_core.dataparallel.profiling import profile_one, trimmed_mean
-from heterps_core.dataparallel.worker import Worker
+from heterps_core.dataparallel.rows import Rows, detach_tables
+from heterps_core.dataparallel.worker import GradientHook, Worker
+from heterps_core.ps import optim
 from heterps_core.rendezvous import connect
+from heterps_core.zoo.tables import tables_on_meta
 
 GLOO_TIMEOUT = timedelta(seconds=60)
 
@@ -83,14 +96,19 @@ class _WorkerProcess:
         self.index = spec.index
         self.slowdown = self.cfg.slowdown(spec.index)
         zoo_model = zoo.get(spec.model_name)
-        model = zoo_model.build(spec.model_config, seed=self.cfg.seed)
+        with tables_on_meta():  # the tables stay on the server
+            model = zoo_model.build(spec.model_config, seed=self.cfg.seed)
+        specs = detach_tables(model, optim.create(self.cfg.optimizer, self.cfg.lr))
         stream = shard_stream(zoo_model, spec.model_config, self.cfg, 1 + spec.index)
+        # A model without tables has nothing to pull (and no ids to collect with a forward).
+        rows = Rows(model, _ServerRows(self), specs) if specs else None
         self.worker = Worker(spec.index, model, stream, self.cfg.batch_size, self.cfg.lr,
-                             self.cfg.momentum)
+                             self.cfg.momentum, self.cfg.optimizer, rows)
         self.profile_stream = shard_stream(zoo_model, spec.model_config, self.cfg,
                                            500 + spec.index)
         self.server_view = self.worker.params()  # the server's vector as of the last pull
         self.topk: TopK | None = None
+        self.reduce_wait = 0.0  # seconds the last gradient all-reduce waited
 
     def run(self) -> None:
         profile = self._profile() if self.spec.profile else None
@@ -126,19 +144,28 @@ class _WorkerProcess:
     def _round(self, plan: PlanReply) -> None:
         unpack_into(self.server_view, plan.pull)
         self.worker.load(self.server_view)
+        # BSP: all-reduce gradients, the same optimiser step on every worker. Local SGD:
+        # average the parameters after the local steps (that is the method).
+        gradients = plan.collective and plan.local_steps == 1
+        reduce = self._reducer(plan.share) if gradients else None
+        # A synchronous shard averages the workers' row pushes: a rebalanced share weighs them.
+        row_scale = plan.share * self.cfg.workers if plan.collective else 1.0
         for _ in range(plan.local_steps):
             if self.conn.poll():  # the server only ever speaks unasked to say stop
                 self._recv()
-            self._step(plan.batch_size)
-        delta = self.worker.params() - self.server_view
-        if plan.collective:
+            self._step(plan.batch_size, reduce, row_scale)
+        params = self.worker.params()
+        delta = params - self.server_view
+        if gradients:
+            self._collective_done(params, delta, self.reduce_wait)
+        elif plan.collective:
             self._all_reduce(delta * plan.share)
         else:
             self._push(plan, delta)
 
-    def _step(self, batch_size: int) -> None:
+    def _step(self, batch_size: int, reduce: GradientHook | None, row_scale: float) -> None:
         start = time.perf_counter()
-        loss = self.worker.step(batch_size)
+        loss = self.worker.step(batch_size, reduce, row_scale)
         compute = time.perf_counter() - start
         # The injected heterogeneity: a slower device is emulated by idling, not computing.
         # Sleeping cannot make a worker faster, so a slowdown below 1 runs at full speed.
@@ -162,6 +189,52 @@ class _WorkerProcess:
         self.worker.load(self.server_view)
         mean = pack(weighted) if self.index == 0 else None
         self.conn.send(Collective(self.index, mean, wait))
+
+    def _reducer(self, share: float) -> GradientHook:
+        """Replace every dense gradient by the share-weighted sum over the workers."""
+        def reduce(params: list[nn.Parameter]) -> None:
+            grads = [p.grad for p in params if p.grad is not None]
+            flat = torch.cat([g.reshape(-1) for g in grads]).mul_(share)
+            start = time.perf_counter()
+            dist.all_reduce(flat)
+            self.reduce_wait = time.perf_counter() - start
+            offset = 0
+            for grad in grads:
+                grad.copy_(flat[offset : offset + grad.numel()].view_as(grad))
+                offset += grad.numel()
+        return reduce
+
+    def _collective_done(self, params: torch.Tensor, delta: torch.Tensor, wait: float) -> None:
+        """After a gradient all-reduce every worker holds the same parameters: worker 0
+        hands the step's update to the server (for evaluation and later pulls)."""
+        self.server_view = params  # exactly what every worker holds, for the next round's load
+        mean = pack(delta) if self.index == 0 else None
+        self.conn.send(Collective(self.index, mean, wait))
+
+    # -- table rows: the server's (`_ServerRows`) ------------------------------------------
+
+    def pull_rows(self, round_: int, ids: list[torch.Tensor]) -> list[torch.Tensor]:
+        self.conn.send(RowPull(self.index, round_, [part.numpy() for part in ids]))
+        reply = self._recv()
+        assert isinstance(reply, RowReply)
+        return [torch.from_numpy(rows) for rows in reply.rows]
+
+    def push_rows(self, round_: int, ids: list[torch.Tensor], grads: list[torch.Tensor]) -> None:
+        self.conn.send(RowPush(self.index, round_, [part.numpy() for part in ids],
+                               [np.ascontiguousarray(g.numpy(), np.float32) for g in grads]))
+
+
+class _ServerRows:
+    """The parameter server as a worker's `RowSource`, over the worker's socket."""
+
+    def __init__(self, process: _WorkerProcess) -> None:
+        self.process = process
+
+    def pull(self, round_: int, ids: list[torch.Tensor]) -> list[torch.Tensor]:
+        return self.process.pull_rows(round_, ids)
+
+    def push(self, round_: int, ids: list[torch.Tensor], grads: list[torch.Tensor]) -> None:
+        self.process.push_rows(round_, ids, grads)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -94,8 +95,11 @@ def test_run_trains_the_plan_and_prints_a_summary(tmp_path: Path) -> None:
     assert summary["optimizer"] == "adam"  # CTR models train with Adam unless told otherwise
     processes = {row["rank"]: row for row in summary["processes"]}
     assert sorted(processes) == [0, 1, 2]
-    assert all(0.05e9 < row["peak_rss_bytes"] < 4e9 for row in processes.values())
-    assert processes[2]["process"] == "parameter server shard 0 (rank 2)"
+    assert all(0.05e9 < processes[r]["peak_rss_bytes"] < 4e9 for r in (0, 1))
+    # Stage 1 is the shard's only client, on its machine: it serves the shard (role kept).
+    assert processes[2]["process"] == "parameter server shard 0 (rank 2, in rank 0's process)"
+    assert processes[2]["role"] == "ps shard 0" and processes[2]["in_process"]
+    assert "peak_rss_bytes" not in processes[2]
     assert 0 < processes[2]["rows_held"] <= 26 * 100  # rows touched, not the vocabulary
 
 
@@ -122,6 +126,23 @@ def test_bad_arguments_get_one_clear_line(
     assert code == 2
     assert err.startswith(message), err
     assert "Traceback" not in err
+    # The job processes' template started early is closed with the refusal: a caller that
+    # runs the command in-process (a test, a notebook) is left with no child running.
+    assert _template_children() == []
+
+
+def _template_children() -> list[int]:
+    me = str(os.getpid())
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            command = (entry / "cmdline").read_bytes()
+        except (OSError, IndexError):
+            continue
+        if stat[1] == me and stat[0] != "Z" and b"template_process" in command:
+            found.append(int(entry.name))
+    return found
 
 
 def test_a_missing_plan_file_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

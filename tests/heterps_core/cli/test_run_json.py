@@ -1,5 +1,7 @@
 """`heterps run --json`: stages next to the plan, the one measured throughput, and the plan
-re-evaluated with what ran, on a real two-stage run whose GPU type ran on this CPU."""
+re-evaluated with what ran, on a real two-stage run whose GPU type ran on this CPU (a
+substitute by the plan file's provenance: its figures are estimated; the CPU type's were
+measured on this machine)."""
 
 from __future__ import annotations
 
@@ -10,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from heterps_core import provenance
 from heterps_core.costmodel import evaluate
 from heterps_core.instance import Instance
+from heterps_core.provenance import ResourceProvenance, Tier, this_host
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -26,8 +30,14 @@ def gpu_plan(folder: Path) -> Path:
                     "compute_s": {n: 0.01 for n in names}, "output_mb": 0.01, "sync_mb": 0.0,
                     "memory_gb": 0.1, "shardable": i == 0} for i in range(4)],
     })
+    plan = evaluate(instance, ["cpu", "gpu-t4", "gpu-t4", "gpu-t4"]).to_dict()
+    # As `heterps plan --json` writes it: where each type's figures come from. The CPU type
+    # was measured on this machine; the T4 is an estimate (a substitute on this CPU).
+    plan["provenance"] = provenance.to_json({
+        "cpu": ResourceProvenance(Tier.HERE, "cpu (1 threads, test)", host=this_host()),
+        "gpu-t4": ResourceProvenance(Tier.ESTIMATED, "roofline for gpu-t4", band=0.25)})
     path = folder / "plan.json"
-    path.write_text(evaluate(instance, ["cpu", "gpu-t4", "gpu-t4", "gpu-t4"]).to_json())
+    path.write_text(json.dumps(plan))
     return path
 
 
@@ -36,7 +46,7 @@ def test_json_has_stages_and_the_prediction_as_run(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "heterps_core", "run", str(gpu_plan(tmp_path)), "--model",
          "ctr_dnn", "--size", "tiny", "--steps", "24", "--batch-size", "32",
-         "--bind", "cpu=cpu,gpu-t4=cpu", "--json"],
+         "--bind", "cpu=cpu,gpu-t4=cpu", "--sync", "bsp", "--json"],
         capture_output=True, text=True, cwd=ROOT, timeout=120,
     )
     assert done.returncode == 0, done.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -14,7 +15,9 @@ from heterps_core.runtime.launcher import Launcher, RunConfig
 from heterps_core.runtime.reference import train_plain
 
 
-def start_agent(address: str, provides: str, name: str) -> subprocess.Popen[bytes]:
+def start_agent(
+    address: str, provides: str, name: str, bind: str | None = None
+) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [
             sys.executable,
@@ -28,6 +31,7 @@ def start_agent(address: str, provides: str, name: str) -> subprocess.Popen[byte
             name,
             "--join-timeout",
             "60",
+            *(["--bind", bind] if bind else []),
         ],
     )
 
@@ -71,3 +75,24 @@ def test_a_job_without_its_agents_fails_with_the_missing_types(jobs) -> None:
     with pytest.raises(RunError, match=r"no worker agent for cpu-b joined within 0.5 s"):
         launcher.run()
     assert jobs.live_processes_mentioning(launcher.address) == []
+
+
+@pytest.mark.slow
+def test_a_failing_remote_process_is_named_with_its_agent_s_machine(jobs) -> None:
+    plan = jobs.plan_for(["cpu", "cpu-b", "cpu-b", "cpu-b"], [1, 1])
+    launcher = Launcher(RunConfig(plan=plan, train=jobs.settings(4),
+                                  binding={"cpu-b": Target("remote")}))
+    launcher.start()
+    # The job runs cpu-b on the CPU; this machine binds it to a GPU, so its stage refuses.
+    agent = start_agent(launcher.address, "cpu-b", "machine-b", bind="cpu-b=cuda:0")
+    try:
+        with pytest.raises(RunError) as failed:
+            launcher.wait()
+        assert agent.wait(30) == 1
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+            agent.wait()
+    assert re.match(r"stage 2 replica 0 \(rank 1\) \(machine machine-b, pid \d+ on \S+\) "
+                    r"exited with code 1: RuntimeError: stage 2 replica 0 \(rank 1\) must run on "
+                    r"the CPU", str(failed.value)), str(failed.value)

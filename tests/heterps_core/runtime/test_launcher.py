@@ -247,3 +247,45 @@ def test_a_gpu_bound_dense_stage_matches_the_plain_loop(jobs) -> None:
     )
     plain = train_plain(jobs.settings(20))
     assert torch.allclose(torch.tensor(result.losses), torch.tensor(plain.losses), atol=1e-4)
+
+
+@pytest.mark.slow
+def test_a_resume_seals_only_its_own_steps_and_falls_back_past_a_damaged_one(
+    two_stage_plan, jobs, tmp_path, capsys
+) -> None:
+    """Issue 23.2 on real runs: a stale step folder of an earlier attempt (every part there,
+    no manifest) is not sealed by the next run, and a sealed step whose shard part was cut
+    short is refused: the resume falls back to the newest verified step, says so on the
+    CLI's stderr, and keeps the damaged folder aside."""
+    import json
+
+    from heterps_core.cli import main
+
+    ckpt = tmp_path / "ckpt"
+    launch(RunConfig(plan=two_stage_plan, train=jobs.settings(4), checkpoint_dir=str(ckpt),
+                     checkpoint_every=2))
+    assert checkpoint.complete_steps(ckpt, 3) == [2, 4]
+    # An earlier attempt's parts at a step the next run never writes (it checkpoints at 4, 8).
+    shutil.copytree(checkpoint.step_dir(ckpt, 4), checkpoint.step_dir(ckpt, 6),
+                    ignore=shutil.ignore_patterns(checkpoint.MANIFEST))
+    shard = Path(checkpoint.step_dir(ckpt, 4)) / "rank2.pt"
+    size = shard.stat().st_size
+    shard.write_bytes(shard.read_bytes()[: size // 3])
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(json.dumps(two_stage_plan.to_dict()))
+    code = main(["run", str(plan_file), "--model", "ctr_dnn", "--size", "tiny", "--steps", "8",
+                 "--batch-size", "64", "--seed", "3", "--lr", "0.05", "--optimizer", "sgd",
+                 "--micro-batches", "4", "--sync", "bsp", "--checkpoint-dir", str(ckpt),
+                 "--checkpoint-every", "4", "--resume", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert json.loads(out)["start_step"] == 2
+    warning = next(line for line in err.splitlines() if "warning" in line)
+    assert warning.startswith("heterps run: warning: resuming from step 2, "), warning
+    assert f"rank2.pt is {size // 3} bytes, its manifest says {size}: truncated" in warning
+    aside = [p.name for p in ckpt.iterdir() if p.name.startswith("step-00000004.damaged")]
+    assert len(aside) == 1 and f"kept as {ckpt / aside[0]}" in warning, (aside, warning)
+    assert (ckpt / aside[0] / "rank2.pt").stat().st_size == size // 3  # kept as it was
+    # The resumed run wrote and sealed 4 and 8 itself; the stale step 6 stays unsealed.
+    assert checkpoint.complete_steps(ckpt, 3) == [4, 8]
+    assert not (Path(checkpoint.step_dir(ckpt, 6)) / checkpoint.MANIFEST).exists()

@@ -7,11 +7,14 @@ by SIGSTOP, a spot notice is a SIGTERM.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -19,8 +22,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from heterps_core import rendezvous as keys
 from heterps_core.plan import Plan, ServerPlacement
 from heterps_core.runtime import checkpoint, liveness
+from heterps_core.runtime.assignment import IN_PROCESS_ENV
 from heterps_core.runtime.binding import Target
 from heterps_core.runtime.errors import RunConfigError, RunError, RunPreempted
 from heterps_core.runtime.launcher import Launcher, RunConfig, launch
@@ -214,3 +219,115 @@ def test_the_drain_step_is_in_whole_rounds_ahead_of_what_the_metrics_saw(jobs) -
     assert liveness.drain_step(10, 0.0, spec) == 36  # at least 4 rounds ahead
     assert liveness.drain_step(10, 100.0, spec) == 312  # 3 s at 100 steps/s
     assert liveness.drain_step(590, 100.0, spec) == 600  # never past the run's end
+
+
+# --- start-up: the watchdog arms on the run's own first mini-batch ---------------------------
+
+RESUMED_FROM = 4
+
+
+@pytest.fixture(scope="module")
+def saved_run(tmp_path_factory: pytest.TempPathFactory, jobs) -> Path:
+    """A 4-step run of two stages and a parameter-server shard, sealed at steps 2 and 4."""
+    folder = tmp_path_factory.mktemp("saved")
+    plan = jobs.plan_for(["cpu", "cpu-b", "cpu-b", "cpu-b"], [1, 1])
+    launch(RunConfig(plan=plan, train=jobs.settings(RESUMED_FROM), checkpoint_dir=str(folder),
+                     checkpoint_every=2))
+    return folder
+
+
+def resumed(saved: Path, folder: Path, jobs, **liveness: float) -> RunConfig:
+    """A resume of `saved`'s run (copied into `folder`) to step 8, with short timeouts."""
+    shutil.copytree(saved, folder)
+    plan = jobs.plan_for(["cpu", "cpu-b", "cpu-b", "cpu-b"], [1, 1])
+    return RunConfig(plan=plan, train=jobs.settings(8), checkpoint_dir=str(folder),
+                     checkpoint_every=2, resume=True, report_interval_s=0.1, **liveness)
+
+
+def stall_once_up(launcher: Launcher, rank: int, hold_s: float | None,
+                  times: list[float]) -> threading.Thread:
+    """SIGSTOP `rank` as soon as its heartbeat runs (start-up: before any mini-batch), and
+    SIGCONT it `hold_s` later (None: never). Appends the times it stopped and continued."""
+    pid = launcher.pids[rank]
+
+    def stall() -> None:
+        store = keys.connect(launcher.address)
+        while not store.check([keys.where(rank)]):
+            time.sleep(0.01)
+        os.kill(pid, signal.SIGSTOP)
+        times.append(time.monotonic())
+        if hold_s is not None:
+            time.sleep(hold_s)
+            with contextlib.suppress(ProcessLookupError):  # the old code killed it already
+                os.kill(pid, signal.SIGCONT)
+            times.append(time.monotonic())
+
+    thread = threading.Thread(target=stall, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.slow
+def test_a_resumed_run_outlives_a_start_up_stall_longer_than_the_watchdog(
+    saved_run, jobs, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(IN_PROCESS_ENV, "0")  # the shard stalled is a process of its own
+    # Reproduces issue 23.1: a resumed run's step starts at its checkpoint's, so the old
+    # watchdog was armed from the start and killed a shard stalled before the first batch.
+    config = resumed(saved_run, tmp_path / "ckpt", jobs, watchdog_s=2.0)
+    first_batch_at: list[float] = []
+
+    def note_first_batch(sample: MetricsSample) -> None:
+        if sample.step > RESUMED_FROM and not first_batch_at:
+            first_batch_at.append(time.monotonic())
+
+    launcher = Launcher(config, sink=note_first_batch)
+    launcher.start()
+    times: list[float] = []
+    thread = stall_once_up(launcher, 2, 3 * config.watchdog_s, times)
+    try:
+        result = launcher.wait()
+    finally:
+        thread.join()
+    stopped, continued = times
+    assert continued - stopped >= 3 * config.watchdog_s
+    assert first_batch_at and first_batch_at[0] > continued  # the stall was in start-up
+    assert result.start_step == RESUMED_FROM and len(result.losses) == 8 - RESUMED_FROM
+    assert checkpoint.latest_complete(config.checkpoint_dir or "", 3) == 8
+
+
+@pytest.mark.slow
+def test_a_process_still_starting_after_the_start_up_timeout_is_named(
+    saved_run, jobs, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(IN_PROCESS_ENV, "0")  # the shard stalled is a process of its own
+    # Every process is past the timeout (the others wait on the stopped one): the one
+    # whose heartbeat stalled for the watchdog's time is named.
+    config = resumed(saved_run, tmp_path / "ckpt", jobs, watchdog_s=2.0,
+                     startup_timeout_s=8.0)
+    launcher = Launcher(config)
+    launcher.start()
+    times: list[float] = []
+    # Stopped before wait() starts the start-up clock, however slow the others' imports.
+    stall_once_up(launcher, 2, None, times).join()
+    with pytest.raises(RunError) as info:
+        launcher.wait()
+    message = str(info.value)
+    assert message.startswith(f"parameter server shard 0 (rank 2) (pid {launcher.pids[2]} on "
+                              ), message
+    assert "still starting after " in message and "(start-up timeout 8 s): no heartbeat for " \
+        in message, message
+    assert "last complete checkpoint: step 4" in message
+    assert jobs.live_processes_mentioning(launcher.address) == []
+
+
+def test_a_process_says_its_start_up_is_over_through_its_heartbeat_thread() -> None:
+    store = keys.serve()
+    heartbeat = liveness.Heartbeat(f"127.0.0.1:{store.port}", 0, interval_s=0.05)
+    time.sleep(0.3)  # a few beats
+    assert store.check([keys.beat(0)]) and not store.check([keys.up(0)])
+    heartbeat.up()
+    deadline = time.monotonic() + 30.0  # generous: the thread writes it at its next beat
+    while not store.check([keys.up(0)]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert store.check([keys.up(0)])

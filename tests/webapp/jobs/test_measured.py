@@ -43,7 +43,9 @@ def test_one_measured_throughput_and_like_with_like(login: Any, personas: Any,
     assert last is not None and last.stages[0]["busy_share"] > 0
     for stage in summary["stages"]:
         assert 0 < stage["busy_share"] <= 1 and stage["measured_time_per_batch_s"] > 0
-    assert [s["substitute"] for s in summary["stages"]] == [False, True]
+    # A sample plan says nothing of where its figures come from: no stage is claimed as
+    # measured on the hardware it ran on, whatever its type's name.
+    assert [s["substitute"] for s in summary["stages"]] == [True, True]
     items = summary["cost_items"]
     assert sum(items.values()) == pytest.approx(summary["cost"])
     assert items["startup_usd"] == pytest.approx(
@@ -51,7 +53,7 @@ def test_one_measured_throughput_and_like_with_like(login: Any, personas: Any,
 
     client = login(personas.viewer)
     page = client.get(f"/jobs/{job.pk}/").content.decode()
-    assert "Ran on a substitute: stage 2 (gpu-t4) ran on cpu" in page
+    assert "Ran on a substitute: stage 1 (cpu) ran on cpu; stage 2 (gpu-t4) ran on cpu" in page
     assert "for the planned hardware, which did not run" in page
     assert "Throughput, predicted for what ran" in page
     assert "Prediction error (vs predicted for what ran)" in page
@@ -59,11 +61,8 @@ def test_one_measured_throughput_and_like_with_like(login: Any, personas: Any,
     assert shown in page and f"{summary['throughput']:.1f}" in page
     assert "Measured (ms per mini-batch)" in page and "(substitute)" in page
     assert "= start-up $" in page and "s of it start-up" in page
-    first = summary["stages"][0]
-    off = first["measured_time_per_batch_s"] / first["predicted_time_per_batch_s"] - 1
-    flagged = "Measured differs from the plan's prediction by more than 15%" in page
-    assert flagged == (abs(off) > 0.15)  # stage 2 ran on a substitute: never flagged
-    assert "stage 2 (gpu-t4) " not in page.split("more than 15%")[-1].split("</p>")[0]
+    # Every stage ran on a substitute: none is flagged against a prediction for other hardware.
+    assert "Measured differs from the plan's prediction by more than 15%" not in page
     listed = client.get("/jobs/").content.decode()
     assert f"{summary['throughput']:.1f}" in listed
     api = client.get(f"/api/jobs/{job.pk}/").json()

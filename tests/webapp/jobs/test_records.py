@@ -63,7 +63,10 @@ def test_a_real_run_stores_and_publishes_each_sample_once(personas: Any, source:
     # The record's own events are its changes of state, never a copy of a sample.
     assert {m["type"] for m in changes} == {"work.status"}
     assert all("step" not in m["work"]["metrics"] for m in changes)
-    assert len(changes) < len(rows) and work.metrics == {}
+    # A run forked from the warm template may finish 8 steps inside one report interval
+    # (one sample), so compare the changes with the states, not with the sample count.
+    assert [m["work"]["status"] for m in changes] == ["running", "succeeded"]
+    assert work.metrics == {}
     assert (work.step, work.total_steps) == (8, 8)
     job = Job.objects.get(pk=job.pk)
     assert (job.last_step, job.accrued_cost) == (8, pytest.approx(rows[-1].cost))

@@ -37,15 +37,25 @@ def split_target(model: Any, cluster: Any, batch_size: int) -> float:
 
 
 @pytest.fixture
-def planned(personas: Any, profiled: Any, catalogue: list[Any]) -> Any:
+def planned(personas: Any, profiled: Any, catalogue: list[Any],
+            monkeypatch: pytest.MonkeyPatch) -> Any:
     """The chosen result of a solved planning request on a cluster of a cheap CPU type and
-    the T4."""
+    the T4. The CPU type's figures are measured on this machine (by its agent's task body,
+    as a worker here runs it): a run here then measures it like with like (issue 23)."""
     from webapp.catalogue.models import ResourceType
     from webapp.planning import services as planning
+    from webapp.profiling import remote
+    from webapp.profiling.models import Origin, ResourceProfile
 
+    # Enough units that a split beats the T4 alone at some target (measured figures).
     cheap = ResourceType.objects.create(project=personas.project, name="cpu-local",
-                                        kind="cpu", price_per_hour=0.05, count=2,
+                                        kind="cpu", price_per_hour=0.05, count=8,
                                         memory_gb=16, network_gbps=10)
+    monkeypatch.setenv(remote.THREADS_VARIABLE, "1")
+    origin = ResourceProfile.objects.create(run=profiled, resource_type=cheap,
+                                            resource="cpu-local", queue="heterps.res.cpu-local",
+                                            origin=Origin.WAITING)
+    assert remote.measure_here(profiled.pk, origin.pk)["status"] == "measured"
     t4 = next(r for r in catalogue if r.name == "t4")
     cluster = planning.create_cluster(personas.member, personas.project, "cheap", [cheap, t4])
     target = split_target(profiled.model, cluster, profiled.batch_size)
@@ -59,8 +69,11 @@ def planned(personas: Any, profiled: Any, catalogue: list[Any]) -> Any:
 
 @pytest.fixture
 def ran(personas: Any, planned: Any) -> Job:
+    from heterps_core.runtime.compile import whole_steps
+
+    steps = whole_steps([s["units"] for s in planned.plan["stages"]])  # whole rounds
     job = services.approve_plan(personas.member, planned,
-                                RunOptions(steps=16, binding={"t4": "cpu"}))
+                                RunOptions(steps=steps, binding={"t4": "cpu"}))
     work_services.run_work(job.work_id)
     job = Job.objects.select_related("work", "project").get(pk=job.pk)
     assert job.work.status == Status.SUCCEEDED, job.work.error
@@ -124,7 +137,10 @@ def test_measured_profile_stored_and_used_by_the_next_plan(
         replan.replan(personas.viewer, job)
     assert not Replan.objects.exists()
 
-    # A member's one click: a new planning request whose instance has the measured numbers.
+    # A member's one click: a new planning request whose instance has the measured numbers,
+    # under the caps the job's request had (a cap far above this plan: it changes nothing).
+    planned.request.__class__.objects.filter(pk=planned.request_id).update(
+        max_hourly_cost=1000.0)
     member = login(personas.member)
     assert 'id="replan-button"' in member.get(f"/jobs/{job.pk}/").content.decode()
     response = member.post(f"/jobs/{job.pk}/replan/")
@@ -133,6 +149,7 @@ def test_measured_profile_stored_and_used_by_the_next_plan(
     assert response["Location"] == f"/planning/{link.request_id}/"
     new = planned.request.__class__.objects.get(pk=link.request_id)
     assert new.model_id == planned.request.model_id and new.cluster_id == planned.request.cluster_id
+    assert (new.max_hourly_cost, new.max_total_cost) == (1000.0, None)
     before, after = Instance.from_dict(planned.request.instance), Instance.from_dict(new.instance)
     labelled = [f for f in new.provenance if f["source"] == "measured"]
     assert labelled and all(f"measured in job {job.pk}, run 1" in f["device"] for f in labelled)

@@ -170,4 +170,4 @@ def test_a_resume_param_must_name_an_earlier_run_of_the_job(personas: Any, sourc
     for bad in ({"run": 2, "step": 4}, {"run": 0, "step": 4}, {"run": 1, "step": "4"}, [1, 4]):
         with pytest.raises(ValidationError, match="resume"):
             work_services.start_work(personas.member, personas.project, services.RUN_KIND,
-                                     {"job": job.pk, "run": 2, "resume": bad})
+                                     {"job": job.pk, "run": 2, "resume": bad}, by_owner=True)

@@ -48,12 +48,21 @@ def test_the_pages_show_the_tiers_and_the_ratio(personas: Any, login: Any,
     for resource in solved.instance["resources"]:
         assert f'data-resource="{resource["name"]}" data-tier="estimated"' in page
     chosen = solved.results.get(chosen=True)
-    # the ratio against the homogeneous scheduler (v1 instance: no server role)
-    homogeneous = schedulers.create("homogeneous").plan(Instance.from_dict(solved.instance))
-    ratio = homogeneous.cost_per_hour / chosen.cost_per_hour
+    # the ratio against the best single-type plan, stages and parameter server on that type
+    # (a zoo model with sparse tables: its instance has the server role; a type that may not
+    # host the server has no single-type plan)
+    hosts = solved.instance["parameter_server"]["hosts"]
+    best = min(
+        (p for p in (schedulers.create("exact").plan(_only(solved.instance, name))
+                     for name in hosts) if p.feasible),
+        key=lambda p: p.cost_per_hour or 0.0)
+    assert best.parameter_server is not None
+    ratio = (best.cost_per_hour or 0.0) / chosen.cost_per_hour
     assert 'id="heterogeneity"' in page and f"({ratio:.2f}x)" in page
     result_page = client.get(f"/planning/result/{chosen.pk}/").content.decode()
     assert 'id="heterogeneity"' in result_page and f"{ratio:.2f}x" in result_page
+    # the server's shards are a row of the plan, priced like a stage
+    assert "parameter-server shards (the tables)" in result_page
     assert 'data-tier="estimated"' in result_page and 'id="plan-figures"' in result_page
 
 
@@ -66,8 +75,24 @@ def test_the_api_gives_the_tiers_to_a_member(personas: Any, solved: PlanningRequ
     assert all(t["tier"] == "estimated" and t["measured"] is False for t in tiers.values())
     assert all(BAND in t["label"] for t in tiers.values())
     for result in data["results"]:
-        used = {s["resource"] for s in (result["plan"] or {}).get("stages", [])}
+        plan = result["plan"] or {}
+        used = {s["resource"] for s in plan.get("stages", [])}
+        if plan.get("parameter_server"):
+            used.add(plan["parameter_server"]["resource"])
         assert set(result["figure_tiers"]) == used
+
+
+def _only(instance: dict[str, Any], name: str) -> Instance:
+    """The instance with one resource type (a server host), the server role on it."""
+    data = {**instance, "resources": [r for r in instance["resources"] if r["name"] == name]}
+    data["layers"] = [{**layer, "compute_s": {k: v for k, v in layer["compute_s"].items()
+                                              if k == name}} for layer in instance["layers"]]
+    for layer in data["layers"]:
+        layer.pop("compute_spread", None)
+    role = instance["parameter_server"]
+    data["parameter_server"] = {"hosts": [name],
+                                "row_s": {k: v for k, v in role["row_s"].items() if k == name}}
+    return Instance.from_dict(data)
 
 
 def test_an_agents_type_plans_as_measured_by_an_agent(

@@ -56,7 +56,8 @@ def test_work_params_naming_another_projects_object_get_the_missing_id_answer(
     assert Work.objects.count() == before  # nothing queued, nothing of Alpha touched
 
 
-@pytest.mark.parametrize("kind", ["job-run", "plan", "profile", "rl-train"])
+# A job's runs start through the job only (tests/webapp/jobs/test_run_starts.py).
+@pytest.mark.parametrize("kind", ["plan", "profile", "rl-train"])
 def test_a_member_may_still_start_work_on_their_projects_objects(
     personas: Any, login: Any, foreign: dict[str, Any], kind: str
 ) -> None:

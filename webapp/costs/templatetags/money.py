@@ -21,3 +21,16 @@ def usd(value: float | None) -> str:
         return f"{amount:.{PLACES}f}"
     places = -math.floor(math.log10(abs(amount))) + SIGNIFICANT - 1
     return f"{amount:.{places}f}"
+
+
+@register.filter
+def signed_usd(value: float | None, places: int = 3) -> str:
+    """A difference in dollars with its sign before the dollar sign: "+$0.120",
+    "\u2212$1.200" (a true minus; never "$-1.200"); "±$0.000" for none."""
+    if value is None:
+        return "\u2013"
+    amount = float(value)
+    text = f"${abs(amount):,.{int(places)}f}"
+    if float(text[1:].replace(",", "")) == 0:
+        return f"\u00b1{text}"
+    return f"+{text}" if amount > 0 else f"\u2212{text}"

@@ -16,6 +16,16 @@ TARGETS_HELP = "cpu, cpu:THREADS, cuda:N, remote or remote:cuda"
 DEFAULT_SYNC = "bsp"
 
 
+def plan_sync_mode(plan: dict[str, Any]) -> str:
+    """The sync mode the plan's estimate assumes: its own (cost model v2 names one), else
+    the overlapped pipeline (`async`) every v1 estimate is computed for. The approve form
+    starts there, so a run can meet its estimate unless the person asks for exact SGD."""
+    named = plan.get("sync")
+    if named in sync.names():
+        return str(named)
+    return "async" if "async" in sync.names() else DEFAULT_SYNC
+
+
 def sync_mode_choices() -> list[tuple[str, str]]:
     """The runtime's registered sync modes, with their one-line summaries."""
     return [(name, f"{name}: {sync.get(name).summary}") for name in sync.names()]

@@ -8,8 +8,9 @@ from typing import Any
 
 from heterps_core.plan import Plan
 from heterps_core.runtime import sync
-from heterps_core.runtime.throughput import error, is_substitute
-from webapp.jobs.measured import threshold
+from heterps_core.runtime.throughput import error
+from webapp.jobs.figures import figure_tiers
+from webapp.jobs.measured import substitute, threshold
 from webapp.jobs.models import Job
 from webapp.jobs.pages.base import RunnerPage
 
@@ -32,7 +33,7 @@ def comparison(job: Job, series: list[dict[str, Any]]) -> dict[str, Any]:
         as_run = summary.get("predicted_throughput_as_run")
         measured = summary.get("throughput")
     else:
-        rows = _live_rows(plan, job.binding, series[-1]["stages"] if series else [])
+        rows = _live_rows(job, plan, series[-1]["stages"] if series else [])
         as_run = _as_run(rows, job.batch_size, flushes)
         measured = job.last_throughput
     rows = [_shown(r) for r in rows]
@@ -49,7 +50,9 @@ def comparison(job: Job, series: list[dict[str, Any]]) -> dict[str, Any]:
         "prediction_error": wrong,
         "stage_plan": {"stages": [{"bound_to": r["bound_to"], "substitute": r["substitute"]}
                                   for r in rows],
-                       "flushes": flushes, "batch_size": job.batch_size},
+                       "flushes": flushes, "batch_size": job.batch_size,
+                       # the throughput chart's "predicted for what ran" line
+                       "as_run": as_run if substitutes else None},
         "startup_s": summary.get("startup_s", series[-1].get("startup_s") if series else None),
         "span_s": summary.get("span_s", series[-1].get("span_s") if series else None),
     }
@@ -79,15 +82,18 @@ def _shown(row: dict[str, Any]) -> dict[str, Any]:
             "busy_pct": scaled("busy_share", 100), "idle_pct": scaled("idle_share", 100)}
 
 
-def _live_rows(plan: Plan, binding: dict[str, str], stages: list[dict[str, Any]]
-               ) -> list[dict[str, Any]]:
+def _live_rows(job: Job, plan: Plan, stages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The latest sample's stages; where each ran is in the sample (the runner adds it)."""
+    records = figure_tiers(job)
     rows = []
     for i, stage in enumerate(plan.stages):
         got = stages[i] if i < len(stages) else {}
-        target = binding.get(stage.resource, "cpu")
+        target = job.binding.get(stage.resource, "cpu")
+        host = str(got.get("host") or "")
         rows.append({
             "stage": i + 1, "resource": stage.resource, "units": stage.units or 1,
-            "bound_to": target, "substitute": is_substitute(stage.resource, target),
+            "bound_to": target, "host": host,
+            "substitute": substitute(records, stage.resource, target, host),
             "measured_time_per_batch_s": got.get("time_per_batch_s"),
             "predicted_time_per_batch_s": stage.time_per_batch_s,
             "busy_share": got.get("busy_share"),

@@ -21,9 +21,19 @@ from django.core.exceptions import ValidationError
 from heterps_core import agents
 from heterps_core.errors import HeterPSError, InstanceError
 from heterps_core.plan import Plan
-from heterps_core.runtime import Launcher, RunCancelled, RunConfig, TrainSettings, sync
+from heterps_core.provenance import this_host
+from heterps_core.runtime import (
+    Launcher,
+    RunCancelled,
+    RunConfig,
+    RunPreempted,
+    TrainSettings,
+    sync,
+    template,
+)
 from heterps_core.runtime.binding import Target, parse_binding
 from heterps_core.runtime.compile import (
+    checkpoint_every,
     compile_run,
     coordinator_host,
     default_checkpoint_every,
@@ -33,7 +43,8 @@ from heterps_core.runtime.errors import RunError
 from heterps_core.runtime.throughput import run_summary
 from webapp.background import broker
 from webapp.background.context import WorkCancelled
-from webapp.jobs import measured, records
+from webapp.jobs import measured, preempted, records
+from webapp.jobs.figures import figure_tiers
 from webapp.jobs.inputs.pipeline import (
     TARGETS_HELP,
     PipelineOptionsForm,
@@ -69,9 +80,7 @@ def run_config(job: Job, log_path: Path | None = None) -> RunConfig:
     plan = Plan.from_dict(job.plan)
     options = job.options
     binding = parse_binding(_binding_text(options.get("binding") or {}), _resources(plan))
-    # A run checkpoints by default, under its own log folder (every tenth of the run).
-    every = default_checkpoint_every(job.steps, [s.units or 1 for s in plan.stages])
-    return RunConfig(
+    config = RunConfig(
         plan=plan,
         train=TrainSettings(
             model=model, size=job.model_size, steps=job.steps, batch_size=job.batch_size,
@@ -82,8 +91,15 @@ def run_config(job: Job, log_path: Path | None = None) -> RunConfig:
         log_dir=str(log_path) if log_path else None,
         host=coordinator_host(binding),
         checkpoint_dir=str(log_path / "checkpoints") if log_path else None,
-        checkpoint_every=every if log_path else None,
     )
+    if log_path is None:
+        return config
+    # A run checkpoints every tenth of the run, or more often where the plan priced a spot
+    # stage's lost work at a shorter interval (issue 26: it loses no more than priced).
+    units = [s.units or 1 for s in plan.stages]
+    every = default_checkpoint_every(job.steps, units)
+    priced = checkpoint_every(config, units)
+    return replace(config, checkpoint_every=min(every, priced) if priced else every)
 
 
 class PipelineRunner(JobRunner):
@@ -139,17 +155,31 @@ class PipelineRunner(JobRunner):
         return None if step is None else ResumePoint(run=job.runs, step=step)
 
     def execute(self, job: Job, run: RunContext) -> dict[str, Any]:
+        # The job processes' template (runtime/template.py) imports torch while the run
+        # compiles; a Celery pool process keeps one warm for its next job.
+        template.prestart()
+        try:
+            return self._execute(job, run)
+        finally:
+            template.keep_warm()
+
+    def _execute(self, job: Job, run: RunContext) -> dict[str, Any]:
         launcher = _launcher(job, run)
         start = launcher.spec.start_step
         run.log(f"starting {len(launcher.spec.ranks)} processes"
                 + (f" at step {start}" if start else ""))
         try:
             launcher.start()
+            if launcher.resume_notice:  # the newest checkpoint failed its verification
+                run.log(launcher.resume_notice)
             _dispatch_remote_agents(launcher, run)
             result = launcher.wait()
         except RunCancelled as exc:
             run.log(str(exc))
             raise WorkCancelled from exc
+        except RunPreempted as exc:  # a spot notice: the page offers to resume (preempted.py)
+            preempted.record(job.pk, run.run, exc)
+            raise
         except HeterPSError as exc:
             records.log(job.pk, f"run {run.run} failed: {exc}")
             raise
@@ -166,7 +196,9 @@ class PipelineRunner(JobRunner):
             "idle_s": {str(k): v for k, v in result.idle_s.items()},
         }
         # The one measured definition, each stage next to the plan, the plan as it ran.
-        summary.update(run_summary(result, job.batch_size, sync.get(job.sync_mode).flushes))
+        # Like with like by provenance: the figures the plan was made with, where it ran.
+        summary.update(run_summary(result, job.batch_size, sync.get(job.sync_mode).flushes,
+                                   figure_tiers(job)))
         records.finish_run(
             job.pk, summary,
             f"run {run.run} finished: {result.throughput:.1f} samples/s measured "
@@ -218,7 +250,12 @@ def _refused(job: Job, run: RunContext, why: str) -> RunError:
 
 def _store(job: Job, run: RunContext, data: dict[str, Any]) -> None:
     """A sample stored and published, and its stage times kept as the run's measured
-    profile so far (the closed loop works during a run too)."""
+    profile so far (the closed loop works during a run too). Each stage says where it ran:
+    a local target on this machine (the coordinator's); a remote one is known only from the
+    run's result."""
+    for stage in data.get("stages") or []:
+        target = job.binding.get(str(stage.get("resource")), "cpu")
+        stage["host"] = "" if target.startswith("remote") else this_host()
     run.store(data)
     measured.record_sample(job, run.run, data)
 

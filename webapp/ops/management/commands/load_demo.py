@@ -2,7 +2,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from webapp.ops.demo import already_loaded, load_demo
+from webapp.ops.demo import admin_notice, already_loaded, load_demo
 from webapp.ops.services import ensure_admin
 
 
@@ -17,7 +17,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         admin, password = ensure_admin()
         if password:
-            self.stdout.write(f"Created superuser {admin.get_username()!r} password {password}")
+            self.stdout.write(admin_notice(admin.get_username(), password, self.stdout))
         if already_loaded() and not options["force"]:
             self.stdout.write("demo data already loaded (--force loads it again)")
         for name, created in load_demo(admin, force=options["force"]).items():

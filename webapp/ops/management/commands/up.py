@@ -12,12 +12,14 @@ import sys
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from webapp.accounts import throttle
 from webapp.background import broker, leases, sweeper
 from webapp.demo import demo_wanted
-from webapp.ops.demo import load_demo
+from webapp.ops.demo import admin_notice, load_demo
 from webapp.ops.services import ensure_admin
 
 # How long running work gets to stop after SIGTERM / Ctrl-C before the process exits.
@@ -51,6 +53,10 @@ class Command(BaseCommand):
         processes = options["processes"]
         if not 1 <= processes <= 64:
             raise CommandError("--processes must be from 1 to 64")
+        try:
+            throttle.trusted_proxies()  # a wrong HETERPS_TRUSTED_PROXY stops here, named
+        except ImproperlyConfigured as exc:
+            raise CommandError(str(exc)) from None
         if processes > 1 and settings.MODE.channels != "redis":
             # An in-memory channel layer (and the embedded worker) live in one process:
             # a second one would not see its websockets' events.
@@ -61,11 +67,8 @@ class Command(BaseCommand):
         call_command("collectstatic", interactive=False, verbosity=0)
         admin, password = ensure_admin()
         if password:
-            self.stdout.write(self.style.WARNING(
-                f"\nCreated the admin account. Username: {admin.get_username()}  "
-                f"Password: {password}\nThis password is shown only now "
-                "(change it later with `manage.py changepassword`).\n"
-            ))
+            notice = admin_notice(admin.get_username(), password, self.stdout)
+            self.stdout.write(self.style.WARNING(f"\n{notice}\n"))
         if demo_wanted(settings.MODE.name, os.environ, options["demo"]):
             for name, created in load_demo(admin).items():
                 self.stdout.write(f"demo {name}: {created} new")
@@ -87,22 +90,31 @@ class Command(BaseCommand):
             self._shut_down(worker)
 
     def _shut_down(self, worker: Any) -> None:
-        """Stop within seconds: running work is told to stop (its runtime processes end;
-        the records say "interrupted"), then the worker threads are given SHUTDOWN_S."""
+        """Stop within seconds: nothing new starts here (a queued record stays queued for
+        the next start), running work is told to stop (its runtime processes end; the
+        records say "interrupted"), then the worker threads are given SHUTDOWN_S. A task
+        still running then would hold the interpreter's exit (Celery's thread pool is
+        joined at exit): the process ends without it, its record settled by the next
+        start-up sweep (its owner, this pid, is gone)."""
         sweeper.stop_periodic()
-        stopped = leases.stop_local()
+        stopped = leases.close_local()
         if stopped:
             self.stdout.write(f"stopping {stopped} running work item(s)")
-        if worker is not None:
-            worker.stop(timeout_s=SHUTDOWN_S)
+        if worker is not None and worker.stop(timeout_s=SHUTDOWN_S):
+            self.stdout.write("work did not stop in time; exiting without it")
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(1)
 
     def _serve(self, host: str, port: int, processes: int) -> None:
         from daphne.cli import CommandLineInterface
 
         # A websocket handshake waits for a database connection from the pool (the
         # permission check); under load that takes longer than Daphne's default 5 s.
-        common = ["--proxy-headers", "--websocket_connect_timeout", "30",
-                  "webapp.asgi:application"]
+        # No --proxy-headers: Daphne would take any client's X-Forwarded-For as its
+        # address; webapp.accounts.throttle.client_address believes the header only from
+        # HETERPS_TRUSTED_PROXY (issue 25 item 3).
+        common = ["--websocket_connect_timeout", "30", "webapp.asgi:application"]
         if processes == 1:
             CommandLineInterface().run(["--bind", host, "--port", str(port), *common])
             return

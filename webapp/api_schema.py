@@ -1,0 +1,79 @@
+"""The OpenAPI schema's error answers (every operation documents the refusals it can give)
+and request bodies complete in more than one way.
+
+Views declare their success bodies; the errors follow from how the API is built, so they
+are derived here once instead of being repeated in every @extend_schema: DRF's
+authentication (401), project roles (403), lookups and pages (404), the exception handler's
+field-named 400s (webapp/api_errors.py) and throttles (429).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from drf_spectacular.openapi import AutoSchema
+from rest_framework import serializers
+from rest_framework.permissions import AllowAny
+
+Direction = Literal["request", "response"]
+
+MESSAGE = {"type": "object", "properties": {"detail": {"type": "string"}},
+           "required": ["detail"]}
+# {"field": ["problem", ...]}; nested serializers nest the same shape.
+FIELD_ERRORS = {"type": "object", "additionalProperties": {}}
+WRITES = {"POST", "PUT", "PATCH", "DELETE"}
+TEXT_FIELDS = (serializers.CharField, serializers.EmailField, serializers.SlugField)
+NO_NUL = "^[^\\u0000]*$"
+
+
+def _answer(description: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+class ApiAutoSchema(AutoSchema):
+    def _get_request_for_media_type(
+        self, serializer: Any, direction: Direction = "request"
+    ) -> Any:
+        # A serializer whose body is complete in more than one way (a catalogue template, or
+        # every field) says so in `required_any_of`; the schema then says it too.
+        schema, required = super()._get_request_for_media_type(serializer, direction)
+        ways = getattr(serializer, "required_any_of", None)
+        if ways and self.method != "PATCH":
+            schema = {"allOf": [schema, {"anyOf": [{"required": list(w)} for w in ways]}]}
+            required = True
+        return schema, required
+
+    def _map_serializer_field(self, field: Any, direction: Direction,
+                              bypass_extensions: bool = False) -> dict[str, Any]:
+        # DRF refuses a NUL character in any text field ("Null characters are not allowed").
+        # Not on a field that takes "": spectacular would make it oneOf [pattern, blank],
+        # which "" matches twice.
+        schema = super()._map_serializer_field(field, direction, bypass_extensions)
+        if (direction == "request" and type(field) in TEXT_FIELDS and not field.allow_blank
+                and schema.get("type") == "string" and "pattern" not in schema):
+            schema["pattern"] = NO_NUL
+        return schema
+
+    def _get_response_bodies(self, direction: Direction = "response") -> dict[str, Any]:
+        responses = super()._get_response_bodies(direction)
+        for code, answer in self._refusals().items():
+            responses.setdefault(code, answer)
+        return responses
+
+    def _refusals(self) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        takes_input = self.method in WRITES or bool(self._get_parameters())
+        if takes_input:
+            out["400"] = _answer("A field is missing or wrong: the answer names it.",
+                                 FIELD_ERRORS)
+        if not all(isinstance(p, AllowAny) for p in self.view.get_permissions()):
+            out["401"] = _answer("Not signed in: no token, or an expired or revoked one.",
+                                 MESSAGE)
+            out["403"] = _answer("Signed in, but this role may not do this here.", MESSAGE)
+        if "{" in self.path or self._is_list_view() or takes_input:
+            # A path id, a page, or an id in the body or query that names nothing of yours.
+            out["404"] = _answer("No such object in a project of yours (or no such page).",
+                                 MESSAGE)
+        if self.view.get_throttles():
+            out["429"] = _answer("Too many attempts: wait the Retry-After seconds.", MESSAGE)
+        return out

@@ -1,0 +1,44 @@
+"""A run stopped by a spot notice: how it is recorded and what the job page says of it.
+
+The runtime drains a run on a spot notice (the coordinator's SIGTERM when the run holds the
+worker's main thread, as in a Celery worker, or an agent's SIGTERM on its machine): every
+stage checkpoints at one step and ends, and the launcher raises `RunPreempted`. The run is
+recorded as failed (a restart resumes from the checkpoint, `services.RESUMABLE`), its error
+is the runtime's sentence, and its summary holds only `preempted` (the step it stopped at,
+the complete checkpoint, the reason), so the page can say "stopped by a spot notice at step
+N, checkpoint complete" and offer "Resume from step N" (`services.resume`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from heterps_core.runtime.errors import RunPreempted
+from webapp.background.models import Status
+from webapp.jobs.models import Job
+from webapp.jobs.records import finish_run
+
+KEY = "preempted"
+
+
+def record(job_id: int, run: int, exc: RunPreempted) -> None:
+    """The run's summary and log line for a drained run."""
+    stopped = {"step": exc.step, "checkpoint_step": exc.checkpoint_step,
+               "reason": exc.reason}
+    finish_run(job_id, {KEY: stopped}, f"run {run} {text(stopped)} ({exc.reason})")
+
+
+def text(stopped: dict[str, Any]) -> str:
+    """'stopped by a spot notice at step N, checkpoint complete' (or why none is)."""
+    saved = stopped.get("checkpoint_step")
+    what = ("checkpoint complete" if saved == stopped["step"] else
+            f"checkpoint complete at step {saved}" if saved else "no complete checkpoint")
+    return f"stopped by a spot notice at step {stopped['step']}, {what}"
+
+
+def notice(job: Job) -> dict[str, Any] | None:
+    """What the job page says of the latest run if a spot notice stopped it (None: not)."""
+    stopped = (job.summary or {}).get(KEY)
+    if not stopped or job.active or job.work is None or job.work.status != Status.FAILED:
+        return None
+    return {**stopped, "text": text(stopped)}
