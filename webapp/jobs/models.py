@@ -58,6 +58,12 @@ class Job(ProjectOwned):
     last_loss = models.FloatField(null=True, blank=True)
     last_step = models.PositiveIntegerField(default=0)
     summary = models.JSONField(null=True, blank=True)
+    # Dollars over all runs; the runner drains the job to a checkpoint before it passes.
+    budget = models.FloatField(null=True, blank=True)
+    # Managed recovery: a run stopped by a spot notice is resumed by itself, at most
+    # `max_restarts` times over the job's life; `restarts` counts those automatic resumes.
+    max_restarts = models.PositiveIntegerField(default=0)
+    restarts = models.PositiveIntegerField(default=0)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )

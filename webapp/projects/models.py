@@ -16,6 +16,8 @@ class Role(models.TextChoices):
 class Project(models.Model):
     name = models.CharField(max_length=120)
     description = models.TextField(blank=True)
+    # Dollars over all the project's jobs; every runner drains its job before it passes.
+    budget = models.FloatField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     members = models.ManyToManyField(
         settings.AUTH_USER_MODEL, through="Membership", related_name="projects"
