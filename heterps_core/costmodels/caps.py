@@ -57,13 +57,14 @@ class CostCaps:
         assert self.max_total_cost is not None
         return cost_per_hour * samples / 3600 / (self.max_total_cost * (1 + REL_TOL))
 
+    # The reasons name the caps in words, not by the CLI's flags: the web form shows them too.
     def hourly_reason(self, cheapest: float) -> str:
         return (f"no plan: the target needs at least ${cheapest:,.3f}/h "
-                f"(--max-hourly-cost is ${self.max_hourly_cost:,.3f}/h)")
+                f"(the hourly cap is ${self.max_hourly_cost:,.3f}/h)")
 
     def total_reason(self, cheapest: Plan) -> str:
         assert cheapest.cost_per_hour is not None and cheapest.total_cost is not None
-        return (f"no plan: no plan meeting the target stays within --max-total-cost "
+        return (f"no plan: no plan meeting the target stays within the total cap of "
                 f"${self.max_total_cost:,.2f} (the cheapest per hour, at "
                 f"${cheapest.cost_per_hour:,.3f}/h, costs ${cheapest.total_cost:,.2f} in total)")
 
@@ -72,9 +73,9 @@ class CostCaps:
         assert plan.cost_per_hour is not None
         if self.max_hourly_cost is not None and \
                 plan.cost_per_hour > self.max_hourly_cost * (1 + REL_TOL):
-            return (f"${plan.cost_per_hour:,.3f}/h is over --max-hourly-cost "
+            return (f"${plan.cost_per_hour:,.3f}/h is over the hourly cap of "
                     f"${self.max_hourly_cost:,.3f}/h")
-        return f"${plan.total_cost or 0:,.2f} in total is over --max-total-cost " \
+        return f"${plan.total_cost or 0:,.2f} in total is over the total cap of " \
                f"${self.max_total_cost or 0:,.2f}"
 
     def reason(self, plan: Plan, instance: Instance) -> str:

@@ -45,8 +45,8 @@ class Scheduler:
         if not self.honours_caps and plan.feasible and not self.caps.meets(plan, instance):
             plan = Plan(scheduler=self.name, feasible=False, assignment=plan.assignment,
                         reason=f"no plan: the plan {self.name} found breaks the caps "
-                               f"({self.caps.breach(plan)}); --scheduler exact finds the "
-                               "cheapest plan within them, or what the target needs")
+                               f"({self.caps.breach(plan)}); the exact scheduler finds "
+                               "the cheapest plan within them, or what the target needs")
         self.last_cpu_s = watch.cpu_s
         return plan.with_scheduler(self.name, watch.wall_s)
 

@@ -33,14 +33,14 @@ def test_an_hourly_cap_below_the_optimum_says_what_the_target_needs(
     data = plan(capsys, TINY, "--max-hourly-cost", "3")
     assert not data["feasible"]
     assert data["reason"] == ("no plan: the target needs at least $3.600/h "
-                              "(--max-hourly-cost is $3.000/h)")
+                              "(the hourly cap is $3.000/h)")
 
 
 def test_a_total_cap_below_every_plan_names_the_cap(capsys: pytest.CaptureFixture[str]) -> None:
     data = plan(capsys, TINY, "--max-total-cost", "5")
     assert not data["feasible"]
     assert data["reason"].startswith("no plan:")
-    assert "--max-total-cost $5.00" in data["reason"]
+    assert "the total cap of $5.00" in data["reason"]
 
 
 def test_a_binding_total_cap_takes_a_dearer_faster_plan(
@@ -89,4 +89,4 @@ def test_a_total_cap_needs_samples(tmp_path: Path, capsys: pytest.CaptureFixture
 def test_heuristics_are_checked_against_the_caps(capsys: pytest.CaptureFixture[str]) -> None:
     data = plan(capsys, TINY, "--scheduler", "greedy", "--max-hourly-cost", "1")
     assert not data["feasible"]
-    assert data["reason"].startswith("no plan:") and "--max-hourly-cost" in data["reason"]
+    assert data["reason"].startswith("no plan:") and "the hourly cap of $1.000/h" in data["reason"]
