@@ -87,6 +87,7 @@ LIMITS: dict[str, Limit] = {limit.name: limit for limit in (
     _limit("restart_s", 0, 86_400, "seconds to replace an interrupted unit"),
     _limit("max_hourly_cost", 0, 1e7, "$ per hour", low_inclusive=False),
     _limit("max_total_cost", 0, 1e12, "$ in total", low_inclusive=False),
+    _limit("budget", 0, 1e12, "$ over all runs", low_inclusive=False),
     _limit("budget_s", 0.1, 600, "CPU seconds of solver or training time"),
     _limit("max_updates", 1, 20_000, "policy updates", integer=True),
     _limit("rl_samples", 2, 1_024, "plans sampled per update", integer=True),

@@ -35,7 +35,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("webapp.catalogue", "webapp.modelzoo"),
     ("webapp.profiling",),
     ("webapp.planning",),
-    ("webapp.jobs",),
+    ("webapp.jobs", "webapp.budgets"),
     ("webapp.costs", "webapp.rltraining", "webapp.dashboard"),
     ("webapp", "webapp.health", "webapp.ops", "webapp.urls",
      "webapp.api_urls", "webapp.routing", "webapp.asgi", "webapp.wsgi"),

@@ -60,6 +60,7 @@ INSTALLED_APPS = [
     "webapp.planning",
     "webapp.rltraining",
     "webapp.jobs",
+    "webapp.budgets",
     "webapp.costs",
 ]
 

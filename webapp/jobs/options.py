@@ -46,17 +46,18 @@ class RunOptions:
     lr: float
     seed: int
     nested: bool
+    budget: float | None  # dollars over all runs (None: no budget of its own)
 
     def __init__(self, steps: int, runner: str = PIPELINE,
                  options: Mapping[str, Any] | None = None, *, batch_size: int | None = None,
                  lr: float = 0.05, seed: int = 0, nested: bool | None = None,
-                 **flat: Any) -> None:
+                 budget: float | None = None, **flat: Any) -> None:
         unknown = sorted(set(flat) - set(FLAT_FIELDS))
         if unknown:
             raise TypeError(f"RunOptions got unexpected keywords {', '.join(unknown)}")
         given = {name: value for name, value in flat.items() if value is not None}
         values = {"steps": steps, "runner": runner, "options": {**given, **(options or {})},
-                  "batch_size": batch_size, "lr": lr, "seed": seed,
+                  "batch_size": batch_size, "lr": lr, "seed": seed, "budget": budget,
                   "nested": bool(options) and not given if nested is None else nested}
         for name, value in values.items():
             object.__setattr__(self, name, value)

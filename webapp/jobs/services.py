@@ -23,12 +23,14 @@ from heterps_core.limits import LIMITS
 from heterps_core.plan import Plan
 from webapp.background import services as work_services
 from webapp.background.models import Status
+from webapp.budgets.services import refuse_spent
 from webapp.jobs import runners
 from webapp.jobs.models import Job, JobMetric
 from webapp.jobs.options import PlanSource, RunOptions
 from webapp.jobs.records import finish_run, log, publish_sample, record_sample, sample_group
 from webapp.jobs.runners.resume import ResumePoint
 from webapp.projects.permissions import Action, AnyUser, check
+from webapp.projects.services import checked_budget
 
 RUN_KIND = "job-run"
 # A restart after these continues from the run's checkpoint; after a success it starts anew.
@@ -123,6 +125,7 @@ def start_run(user: User, job: Job, resume: bool = False) -> Job:
         job = Job.objects.select_for_update(of=("self",)).select_related("work").get(pk=job.pk)
         if job.active and job.work is not None:
             raise ValidationError({"job": f"run {job.runs} is still {job.status}"})
+        refuse_spent(job)  # its budget or its project's is reached: `budget` says which
         run = next_run(job)
         point = resume_point(job) if resume else None
         params: dict[str, Any] = {"job": job.pk, "run": run}
@@ -254,6 +257,11 @@ def _fields(source: PlanSource, options: RunOptions) -> dict[str, Any]:
         plan = Plan.from_dict(source.plan)
     except InstanceError as exc:
         raise ValidationError({f"plan.{exc.field}": exc.problem}) from exc
+    if options.budget is not None:
+        try:
+            checked_budget(options.budget)
+        except ValidationError as exc:
+            problems.update({k: " ".join(v) for k, v in exc.message_dict.items()})
     if options.runner not in runners.RUNNERS:
         problems["runner"] = (f"must be one of {', '.join(runners.RUNNERS.names())}, "
                               f"got {options.runner!r}")
@@ -275,6 +283,7 @@ def _fields(source: PlanSource, options: RunOptions) -> dict[str, Any]:
         "batch_size": options.batch_size,
         "lr": options.lr,
         "seed": options.seed,
+        "budget": options.budget,
     }
 
 

@@ -9,7 +9,7 @@ import smtplib
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -19,6 +19,8 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from heterps_core.errors import InstanceError
+from heterps_core.limits import LIMITS
 from webapp.projects.models import Invitation, Membership, Project, Role
 from webapp.projects.permissions import Action, AnyUser, check, role_of
 
@@ -39,6 +41,26 @@ def create_project(owner: User, name: str, description: str = "") -> Project:
                                        "pickers could not tell them apart"})
     project = Project.objects.create(name=name, description=description.strip())
     Membership.objects.create(project=project, user=owner, role=Role.OWNER)
+    return project
+
+
+def checked_budget(value: Any, field: str = "budget") -> float | None:
+    """A budget in dollars (docs/limits.md), or None for none; ValidationError naming `field`."""
+    if value is None or value == "":
+        return None
+    try:
+        return float(LIMITS["budget"].check(value, field))
+    except InstanceError as exc:
+        raise ValidationError({field: exc.problem}) from None
+
+
+def set_budget(actor: AnyUser, project: Project, value: Any) -> Project:
+    """Owners set (or clear, None) the project's budget: dollars over all its jobs' runs,
+    which every job's runner holds its runs to (webapp.budgets)."""
+    check(actor, project, Action.MANAGE)
+    budget = checked_budget(value)
+    Project.objects.filter(pk=project.pk).update(budget=budget)
+    project.budget = budget
     return project
 
 

@@ -43,6 +43,7 @@ from heterps_core.runtime.errors import RunError
 from heterps_core.runtime.throughput import run_summary
 from webapp.background import broker
 from webapp.background.context import WorkCancelled
+from webapp.budgets.guard import Guard
 from webapp.jobs import measured, preempted, records
 from webapp.jobs.figures import figure_tiers
 from webapp.jobs.inputs.pipeline import (
@@ -177,20 +178,16 @@ class PipelineRunner(JobRunner):
         except RunCancelled as exc:
             run.log(str(exc))
             raise WorkCancelled from exc
-        except RunPreempted as exc:  # a spot notice: the page offers to resume (preempted.py)
+        except RunPreempted as exc:  # a spot notice or a budget: the page says (preempted.py)
             preempted.record(job.pk, run.run, exc)
             raise
         except HeterPSError as exc:
             records.log(job.pk, f"run {run.run} failed: {exc}")
             raise
         summary = {
-            "steps": result.steps,
-            "start_step": result.start_step,
-            "throughput": result.throughput,
-            "elapsed_s": result.elapsed_s,
-            "cost": result.cost,
-            "final_loss": result.final_loss,
-            "binding": result.binding,
+            "steps": result.steps, "start_step": result.start_step,
+            "throughput": result.throughput, "elapsed_s": result.elapsed_s, "cost": result.cost,
+            "final_loss": result.final_loss, "binding": result.binding,
             "checkpoint_step": result.checkpoint_step,
             "busy_s": {str(k): v for k, v in result.busy_s.items()},
             "idle_s": {str(k): v for k, v in result.idle_s.items()},
@@ -215,12 +212,10 @@ def _launcher(job: Job, run: RunContext) -> Launcher:
     if resume is not None:
         _take_checkpoint(job, run, resume)
         config = replace(config, resume=True)
+    guard = Guard(job, run.run)  # drains the run before it passes a budget (budgets.guard)
     try:
-        return Launcher(
-            config,
-            sink=lambda sample: _store(job, run, sample.to_dict()),
-            cancel=run.work.stop,  # set on cancel, server shutdown or a lost lease
-        )
+        launcher = Launcher(config, sink=lambda sample: _store(job, run, sample.to_dict(), guard),
+                            cancel=run.work.stop)  # set on cancel, shutdown or a lost lease
     except InstanceError as exc:
         if resume is None or exc.field.partition(".")[0] not in RESUME_FIELDS:
             raise
@@ -228,6 +223,8 @@ def _launcher(job: Job, run: RunContext) -> Launcher:
         # copy goes, so the next restart starts from step 0 instead of failing again.
         unlink_step(checkpoint_dir(job, run.run), resume.step)
         raise _refused(job, run, f"cannot resume from {resume.text()}: {exc}") from exc
+    guard.drain = launcher.request_drain
+    return launcher
 
 
 def _take_checkpoint(job: Job, run: RunContext, resume: ResumePoint) -> None:
@@ -248,16 +245,17 @@ def _refused(job: Job, run: RunContext, why: str) -> RunError:
     return RunError(message)
 
 
-def _store(job: Job, run: RunContext, data: dict[str, Any]) -> None:
-    """A sample stored and published, and its stage times kept as the run's measured
-    profile so far (the closed loop works during a run too). Each stage says where it ran:
-    a local target on this machine (the coordinator's); a remote one is known only from the
-    run's result."""
+def _store(job: Job, run: RunContext, data: dict[str, Any], guard: Guard) -> None:
+    """A sample stored and published, its stage times kept as the run's measured profile so
+    far (the closed loop works during a run too), then held against the budgets. Each stage
+    says where it ran: a local target on this machine (the coordinator's); a remote one is
+    known only from the run's result."""
     for stage in data.get("stages") or []:
         target = job.binding.get(str(stage.get("resource")), "cpu")
         stage["host"] = "" if target.startswith("remote") else this_host()
     run.store(data)
     measured.record_sample(job, run.run, data)
+    guard.sample(data)
 
 
 def _check_agents(binding: dict[str, Target]) -> None:

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class BudgetsConfig(AppConfig):
+    name = "webapp.budgets"
+    label = "budgets"
