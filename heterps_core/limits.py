@@ -94,6 +94,7 @@ LIMITS: dict[str, Limit] = {limit.name: limit for limit in (
     _limit("repeats", 1, 100, "profiler repeats per layer", integer=True),
     _limit("seed", 0, 2**31 - 1, "random seed", integer=True),
     _limit("run", 1, 1_000_000, "run number", integer=True),
+    _limit("max_restarts", 0, 100, "automatic restarts after spot notices", integer=True),
 )}
 
 

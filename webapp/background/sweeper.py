@@ -17,6 +17,7 @@ import json
 import logging
 import threading
 from collections import Counter
+from collections.abc import Callable
 from datetime import timedelta
 
 from django.conf import settings
@@ -31,6 +32,17 @@ log = logging.getLogger(__name__)
 _started = threading.Lock()
 _thread: threading.Thread | None = None
 _stop = threading.Event()
+
+# Sweeps of apps above this one, registered when they load (the jobs app's managed recovery:
+# a run a spot notice stopped is resumed once its types have capacity again). Each returns
+# what it did, like `sweep`, and must be idempotent too.
+EXTRA: list[Callable[[], dict[str, int]]] = []
+
+
+def also(extra: Callable[[], dict[str, int]]) -> None:
+    """Run `extra` after every sweep of this process (once, however often registered)."""
+    if extra not in EXTRA:
+        EXTRA.append(extra)
 
 
 def sweep(startup: bool = False) -> dict[str, int]:
@@ -49,6 +61,12 @@ def sweep(startup: bool = False) -> dict[str, int]:
             done["requeued"] += 1
         except services.BrokerUnavailable:
             done["broker down"] += 1
+    for extra in EXTRA:
+        try:
+            done.update(extra())
+        except Exception:  # one app's sweep must not stop the work records' recovery
+            log.warning("sweeper: %s failed", getattr(extra, "__qualname__", extra),
+                        exc_info=True)
     if done:
         log.warning("sweeper: %s", ", ".join(f"{n} {what}" for what, n in sorted(done.items())))
     return dict(done)

@@ -19,7 +19,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import Max, Min, Q
 from django.utils import timezone
 
-from webapp.jobs import throughput
+from webapp.jobs import interruptions, throughput
 from webapp.jobs.models import Job, JobMetric
 from webapp.projects.permissions import AnyUser, visible
 
@@ -54,6 +54,14 @@ class CostRow:
     measured_throughput: float | None = None  # samples/s (one definition), of run `measured_run`
     measured_run: int | None = None  # the latest run that trained (an untrained one has none)
     latest_run: int = 0
+    # Around spot notices (`jobs.interruptions`, the runs started in the period): counts, and
+    # $ total saved by spot (None: no spot stage, or its on-demand prices are not here), lost
+    # to preemption (work trained again, the drain) and spent restarting (start-up).
+    preemptions: int = 0
+    restarts: int = 0
+    saved_by_spot: float | None = None
+    lost_to_preemption: float = 0.0
+    restart_cost: float = 0.0
 
     @property
     def measured_earlier(self) -> bool:
@@ -128,11 +136,12 @@ def report(user: AnyUser, period: Period, project_id: int | None = None) -> Repo
     for job in jobs.filter(pk__in=wanted).only(
         "name", "project__name", "predicted_cost_per_hour", "predicted_throughput", "steps",
         "batch_size", "model_name", "model_size", "scheduler", "runs", "work__status",
-        "last_throughput", "summary",
+        "last_throughput", "summary", "plan", "plan_result_id", "restarts", "max_restarts",
     ):
         runs = started.get(job.pk, {})
         split = difference(job, runs, totals)
         figure = figures.get(job.pk)
+        spot_items = interruptions.items(job, runs) or {}
         rows.append(CostRow(
             job_id=job.pk, job=job_label(job), project_id=job.project_id,
             project=job.project.name, runs=len(runs),
@@ -142,6 +151,10 @@ def report(user: AnyUser, period: Period, project_id: int | None = None) -> Repo
             stopped_early=split.stopped_early, untrained_runs=split.untrained_runs,
             measured_throughput=figure.per_s if figure else None,
             measured_run=figure.run if figure else None, latest_run=job.runs,
+            preemptions=spot_items.get("preemptions", 0), restarts=spot_items.get("restarts", 0),
+            saved_by_spot=spot_items.get("saved_by_spot"),
+            lost_to_preemption=spot_items.get("lost_to_preemption", 0.0),
+            restart_cost=spot_items.get("restart_cost", 0.0),
         ))
     rows.sort(key=lambda r: (r.project, -r.job_id))
     return Report(period, rows)
@@ -254,13 +267,17 @@ def to_csv(report: Report) -> str:
     writer = csv.writer(out)
     writer.writerow(["period_start", "period_end", "project", "job_id", "job", "status", "runs",
                      "estimate_usd_per_hour", "estimate_usd_total", "accrued_usd_total",
-                     "startup_usd", "slower_than_predicted_usd", "stopped_early_usd"])
+                     "startup_usd", "slower_than_predicted_usd", "stopped_early_usd",
+                     "preemptions", "restarts", "saved_by_spot_usd", "lost_to_preemption_usd",
+                     "restarts_usd"])
     end = (report.period.end - timedelta(days=1)).date().isoformat()
     for r in report.rows:
         writer.writerow([report.period.start.date().isoformat(), end, r.project, r.job_id,
                          r.job, r.status, r.runs, f"{r.estimate_per_hour:.4f}",
                          f"{r.estimate:.6f}", f"{r.accrued:.6f}", f"{r.startup:.6f}",
-                         f"{r.slower:.6f}", f"{r.stopped_early:.6f}"])
+                         f"{r.slower:.6f}", f"{r.stopped_early:.6f}", r.preemptions, r.restarts,
+                         "" if r.saved_by_spot is None else f"{r.saved_by_spot:.6f}",
+                         f"{r.lost_to_preemption:.6f}", f"{r.restart_cost:.6f}"])
     return out.getvalue()
 
 

@@ -7,7 +7,10 @@ stage checkpoints at one step and ends, and the launcher raises `RunPreempted`. 
 recorded as failed (a restart resumes from the checkpoint, `services.RESUMABLE`), its error
 is the runtime's sentence, and its summary holds only `preempted` (the step it stopped at,
 the complete checkpoint, the reason), so the page can say "stopped by a spot notice at step
-N, checkpoint complete" and offer "Resume from step N" (`services.resume`).
+N, checkpoint complete" and offer "Resume from step N" (`services.resume`). The same record
+goes on the run's work record as its result (a restart clears the job's summary, and the
+cost itemisation, `interruptions`, reads every run's), and a job with automatic restarts
+left is resumed by itself (`recovery`).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from heterps_core.runtime.errors import RunPreempted
-from webapp.background.models import Status
+from webapp.background.models import Status, Work
 from webapp.jobs.models import Job
 from webapp.jobs.records import finish_run
 
@@ -36,6 +39,9 @@ def record(job_id: int, run: int, exc: RunPreempted) -> None:
     stopped = {"step": exc.step, "checkpoint_step": exc.checkpoint_step,
                "reason": exc.reason, "kind": kind_of(exc.reason)}
     finish_run(job_id, {KEY: stopped}, f"run {run} {text(stopped)} ({exc.reason})")
+    work_id = Job.objects.filter(pk=job_id).values_list("work_id", flat=True).first()
+    if work_id is not None:  # kept past a restart, which clears the summary
+        Work.objects.filter(pk=work_id).update(result={KEY: stopped})
 
 
 def text(stopped: dict[str, Any]) -> str:

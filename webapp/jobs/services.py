@@ -24,7 +24,7 @@ from heterps_core.plan import Plan
 from webapp.background import services as work_services
 from webapp.background.models import Status
 from webapp.budgets.services import refuse_spent
-from webapp.jobs import runners
+from webapp.jobs import runners, spot
 from webapp.jobs.models import Job, JobMetric
 from webapp.jobs.options import PlanSource, RunOptions
 from webapp.jobs.records import finish_run, log, publish_sample, record_sample, sample_group
@@ -85,17 +85,24 @@ def _job_name(model: Any, model_name: Any, size: str, request: Any, plan_result:
 
 
 def approve_plan(
-    user: User, plan_result: Any, options: RunOptions, start: bool = True
+    user: User, plan_result: Any, options: RunOptions, start: bool = True,
+    max_restarts: int | None = None,
 ) -> Job:
     """Approve a planning result: a job with the chosen run options, started at once."""
-    return approve(user, source_of(plan_result), options, start=start)
+    return approve(user, source_of(plan_result), options, start=start,
+                   max_restarts=max_restarts)
 
 
 def approve(
-    user: User, source: PlanSource, options: RunOptions, start: bool = True
+    user: User, source: PlanSource, options: RunOptions, start: bool = True,
+    max_restarts: int | None = None,
 ) -> Job:
+    """`max_restarts`: automatic resumes after spot notices (`recovery`; None: its default,
+    `spot.SPOT_DEFAULT` for a plan with a spot stage, else 0)."""
     check(user, source.project, Action.EDIT)
     fields = _fields(source, options)
+    fields["max_restarts"] = (spot.default_max_restarts(source.plan) if max_restarts is None
+                              else spot.clean_max_restarts(max_restarts))
     plan = Plan.from_dict(source.plan)
     runner = runners.get(options.runner)
     with transaction.atomic():
