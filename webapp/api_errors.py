@@ -1,4 +1,5 @@
-"""The API's exception handler: every error a caller can fix is a 400 naming the field.
+"""The API's exception handler: every error a caller can fix is a 400 naming the field
+(409 when the present state refuses a well-formed request: `webapp/refusals.py`).
 
 Services raise Django's ValidationError({field: problem}) and heterps_core raises
 HeterPSError / InstanceError(field, problem); DRF alone would answer those with a 500.
@@ -18,6 +19,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from heterps_core.errors import HeterPSError
+from webapp.refusals import StateRefusal
 
 log = logging.getLogger(__name__)
 NON_FIELD = "non_field_errors"
@@ -27,7 +29,14 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     return drf_exception_handler(as_api_error(exc), context)
 
 
+class Conflict(exceptions.ValidationError):
+    status_code = 409
+    default_code = "conflict"
+
+
 def as_api_error(exc: Exception) -> Exception:
+    if isinstance(exc, StateRefusal) and hasattr(exc, "error_dict"):
+        return Conflict(exc.message_dict)
     if isinstance(exc, DjangoValidationError):
         if hasattr(exc, "error_dict"):
             return exceptions.ValidationError(exc.message_dict)

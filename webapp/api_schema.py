@@ -4,7 +4,7 @@ and request bodies complete in more than one way.
 Views declare their success bodies; the errors follow from how the API is built, so they
 are derived here once instead of being repeated in every @extend_schema: DRF's
 authentication (401), project roles (403), lookups and pages (404), the exception handler's
-field-named 400s (webapp/api_errors.py) and throttles (429).
+field-named 400s and 409s (webapp/api_errors.py, webapp/refusals.py) and throttles (429).
 """
 
 from __future__ import annotations
@@ -24,6 +24,9 @@ FIELD_ERRORS = {"type": "object", "additionalProperties": {}}
 WRITES = {"POST", "PUT", "PATCH", "DELETE"}
 TEXT_FIELDS = (serializers.CharField, serializers.EmailField, serializers.SlugField)
 NO_NUL = "^[^\\u0000]*$"
+# DRF trims a text field before it refuses a blank one: "  " is blank. Not only white space.
+BLANK = {"type": "string", "maxLength": 0}
+NOT_ONLY_SPACE = "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$"
 
 
 def _answer(description: str, schema: dict[str, Any]) -> dict[str, Any]:
@@ -46,13 +49,20 @@ class ApiAutoSchema(AutoSchema):
     def _map_serializer_field(self, field: Any, direction: Direction,
                               bypass_extensions: bool = False) -> dict[str, Any]:
         # DRF refuses a NUL character in any text field ("Null characters are not allowed").
-        # Not on a field that takes "": spectacular would make it oneOf [pattern, blank],
-        # which "" matches twice.
         schema = super()._map_serializer_field(field, direction, bypass_extensions)
-        if (direction == "request" and type(field) in TEXT_FIELDS and not field.allow_blank
+        if (direction == "request" and type(field) in TEXT_FIELDS
                 and schema.get("type") == "string" and "pattern" not in schema):
-            schema["pattern"] = NO_NUL
+            blank_is_refused = not field.allow_blank and field.trim_whitespace
+            schema["pattern"] = NOT_ONLY_SPACE if blank_is_refused else NO_NUL
         return schema
+
+    def _insert_field_validators(self, field: Any, schema: dict[str, Any]) -> None:
+        # A text field that takes "" becomes oneOf [its constraints, blank]; "" can match
+        # both (a pattern that allows it), which oneOf refuses: either will do.
+        super()._insert_field_validators(field, schema)
+        ways = schema.get("oneOf")
+        if getattr(field, "allow_blank", False) and ways and ways[-1] == BLANK:
+            schema["anyOf"] = schema.pop("oneOf")
 
     def _get_response_bodies(self, direction: Direction = "response") -> dict[str, Any]:
         responses = super()._get_response_bodies(direction)
@@ -66,6 +76,10 @@ class ApiAutoSchema(AutoSchema):
         if takes_input:
             out["400"] = _answer("A field is missing or wrong: the answer names it.",
                                  FIELD_ERRORS)
+        if self.method in WRITES:
+            out["409"] = _answer("Well formed, but refused by the present state of things (a "
+                                 "model with no profile yet, an invitation already used): "
+                                 "the answer names the field.", FIELD_ERRORS)
         if not all(isinstance(p, AllowAny) for p in self.view.get_permissions()):
             out["401"] = _answer("Not signed in: no token, or an expired or revoked one.",
                                  MESSAGE)

@@ -178,6 +178,9 @@ SPECTACULAR_SETTINGS = {
     # `curl -d username=...`), but a form cannot say null or a number's type, so they are
     # not offered as an equal way in.
     "PARSER_WHITELIST": ["rest_framework.parsers.JSONParser"],
+    # A body's component apart from the answer's (`ProjectRequest`, `Project`): what a
+    # request must hold (a name not blank) is not what an answer may hold.
+    "COMPONENT_SPLIT_REQUEST": True,
 }
 
 # HTTPS hardening: on by default in production mode (behind TLS), off for local http.

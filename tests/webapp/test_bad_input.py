@@ -91,6 +91,7 @@ def _request_fields(schema: dict[str, Any], path: str, method: str) -> dict[str,
     for name, prop in body.get("properties", {}).items():
         if prop.get("readOnly"):
             continue
+        prop = (prop.get("anyOf") or prop.get("oneOf") or [prop])[0]  # text that takes ""
         fields[name] = prop.get("type", "string" if "enum" in prop or "$ref" in prop
                                 else "object")
     return fields

@@ -17,11 +17,20 @@ from schemathesis.checks import CHECKS as REGISTERED
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 EXAMPLES = 6  # per operation: ~40 operations stay well under a minute on two cores
-# Every check but positive_data_acceptance: a schema-valid body can still break a rule
-# between fields (amp precision on a CPU type) or meet a state the schema cannot know (a
-# model with no profile yet); both are 400s naming the field, which that check counts as
-# a failure (docs/architecture.md, "Adding an API endpoint").
-CHECKS = [c for c in REGISTERED.get_all() if c.__name__ != "positive_data_acceptance"]
+CHECKS = list(REGISTERED.get_all())
+# Every check on every operation, except positive_data_acceptance on the bodies whose rules
+# between fields the schema does not state yet (issue 25's open point): a schema-valid body
+# can still break one, a 400 naming the field. Refusals by the present state (a model with
+# no profile yet, an invitation already used) are 409s and pass that check everywhere.
+RULES_BETWEEN_FIELDS = {
+    "POST /api/models/": "a zoo entry's sizes; an imported layer chain's format",
+    "POST /api/planning-requests/": "a total cost cap needs samples",
+    "POST /api/resource-types/": "a spot price and its interruption rate go together; "
+                                 "precision other than fp32 on GPU kinds only",
+    "PATCH /api/resource-types/{id}/": "the same, against the stored type's kind",
+    "POST /api/work/": "params per kind (an instance for evaluate)",
+    "POST /api/jobs/": "the chosen runner's own fields",
+}
 
 
 @pytest.fixture
@@ -38,13 +47,22 @@ def keep_connection() -> Any:
     request_finished.connect(close_old_connections)
 
 
-@pytest.fixture
-def api_auth(keep_connection: None, personas: Any, world: Any, settings: Any) -> dict[str, str]:
-    from webapp.accounts.services import create_token
+PASSWORD = "fuzz-owner-password"
 
+
+@pytest.fixture
+def sign_in(keep_connection: None, personas: Any, world: Any, settings: Any) -> dict[str, Any]:
+    """schemathesis signs in itself, as the owner, through `POST /api/token/`: the schema's
+    `tokenAuth` is fetched from there (`authorization` is the header's whole value), and the
+    endpoint that grants credentials may refuse a wrong password with a 400."""
     settings.ALLOWED_HOSTS = ["*"]
-    _, key = create_token(personas.owner, "fuzz")
-    return {"Authorization": f"Token {key}"}
+    personas.owner.set_password(PASSWORD)
+    personas.owner.save()
+    return {"auth": {"dynamic": {"openapi": {"tokenAuth": {
+        "path": "/api/token/",
+        "payload": {"username": personas.owner.username, "password": PASSWORD,
+                    "name": "fuzz"},
+        "extract_selector": "/authorization"}}}}}
 
 
 # A body field naming one of the caller's objects, and the world's object of that kind. A
@@ -76,11 +94,17 @@ def _an_id(value: Any) -> bool:
     return type(value) is int and 1 <= value <= 2**63 - 1
 
 
-def test_the_api_keeps_to_its_schema(api_auth: dict[str, str], world: Any) -> None:
+def test_the_api_keeps_to_its_schema(sign_in: dict[str, Any], personas: Any, world: Any) -> None:
+    from schemathesis.config import SchemathesisConfig
+
+    from webapp.accounts.services import create_token
     from webapp.wsgi import application
 
+    config = SchemathesisConfig.from_dict(sign_in)
+    # The schema itself is for members only: read with a token of the owner's.
+    _, key = create_token(personas.owner, "schema")
     schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", application,
-                                            headers=api_auth)
+                                            config=config, headers={"Authorization": f"Token {key}"})
 
     @schema.hook
     def map_body(context: Any, body: Any) -> Any:
@@ -90,27 +114,30 @@ def test_the_api_keeps_to_its_schema(api_auth: dict[str, str], world: Any) -> No
     operations = 0
     for result in schema.get_all_operations():
         operations += 1
-        problem = _fuzz(result.ok(), api_auth)
+        problem = _fuzz(result.ok())
         if problem:
             failures.append(problem)
     assert operations >= 30
     assert failures == [], "\n".join(failures)
 
 
-def _fuzz(operation: Any, auth: dict[str, str]) -> str | None:
+def _fuzz(operation: Any) -> str | None:
     """The operation's first failure as a line, or None."""
+
+    name = f"{operation.method.upper()} {operation.path}"
+    checks = [c for c in CHECKS if name not in RULES_BETWEEN_FIELDS
+              or c.__name__ != "positive_data_acceptance"]
 
     @given(case=operation.as_strategy())
     @hypothesis_settings(max_examples=EXAMPLES, deadline=None, database=None,
                          phases=[Phase.generate], derandomize=True,
                          suppress_health_check=list(HealthCheck))
     def run(case: Any) -> None:
-        response = case.call(headers=auth)
-        case.validate_response(response, checks=CHECKS, headers=auth)
+        response = case.call()
+        case.validate_response(response, checks=checks)
 
     try:
         run()
     except (Exception, BaseExceptionGroup) as exc:  # schemathesis raises a FailureGroup
-        name = f"{operation.method.upper()} {operation.path}"
         return f"{name}: {type(exc).__name__}: {str(exc)[:600]}"
     return None

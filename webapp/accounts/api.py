@@ -44,14 +44,16 @@ class SignInSerializer(NewTokenSerializer):
 
 class IssuedTokenSerializer(TokenSerializer):
     token = serializers.CharField(read_only=True, help_text="the key: shown this once")
+    authorization = serializers.CharField(
+        read_only=True, help_text="the Authorization header to send: `Token <key>`")
 
     class Meta(TokenSerializer.Meta):
-        fields = ["token", *TokenSerializer.Meta.fields]
+        fields = ["token", "authorization", *TokenSerializer.Meta.fields]
         read_only_fields = fields
 
 
 def _issued(token: ApiToken, key: str, code: int = status.HTTP_201_CREATED) -> Response:
-    data = TokenSerializer(token).data | {"token": key}
+    data = TokenSerializer(token).data | {"token": key, "authorization": f"Token {key}"}
     return Response(data, status=code)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
@@ -11,7 +13,7 @@ from rest_framework.response import Response
 
 from heterps_core import zoo
 from webapp.bounds import MAX_TEXT, api_id, filter_by_query
-from webapp.modelzoo import services
+from webapp.modelzoo import loading, services
 from webapp.modelzoo.models import RegisteredModel
 from webapp.projects.permissions import Action, get_project, visible
 
@@ -30,7 +32,9 @@ class AddModelSerializer(serializers.Serializer):
                                        help_text="add this zoo entry, or ...")
     size = serializers.CharField(required=False, default="tiny", max_length=20)
     name = serializers.CharField(required=False, default="", max_length=80)
-    factory = serializers.CharField(required=False, max_length=200, help_text=(
+    # The operator's allow-list is the choice (settings.MODEL_FACTORIES), so the schema
+    # lists the factories this server builds.
+    factory = serializers.ChoiceField([], required=False, help_text=(
         "... or bring your own model: an allow-listed package.module:factory, or ..."))
     example_input = serializers.CharField(required=False, default="", allow_blank=True,
                                           max_length=500)
@@ -38,6 +42,16 @@ class AddModelSerializer(serializers.Serializer):
     description = serializers.CharField(required=False, default="", max_length=MAX_TEXT)
 
     required_any_of = (("zoo_name",), ("factory",), ("layers",))  # one way to add a model
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        allowed = loading.allowed_factories()
+        factory = self.fields["factory"]
+        factory.choices = allowed
+        factory.error_messages["invalid_choice"] = (
+            "'{input}' is not on this server's allow-list of model factories; allowed: "
+            + (", ".join(allowed) or "none (HETERPS_MODEL_FACTORIES is empty)")
+            + ". An operator adds one with HETERPS_MODEL_FACTORIES")
 
 
 class RegisteredModelViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,

@@ -27,17 +27,22 @@ class ClusterSerializer(serializers.ModelSerializer):
         read_only_fields = ["id", "created_at"]
 
 
+PICK_ONE = {"min_length": "pick at least one resource type"}
+
+
 class CreateClusterSerializer(serializers.Serializer):
     project = api_id()
     name = serializers.CharField(max_length=80)
-    resource_types = serializers.ListField(child=api_id(), max_length=1000)
+    resource_types = serializers.ListField(child=api_id(), min_length=1, max_length=1000,
+                                           error_messages=PICK_ONE)
     description = serializers.CharField(required=False, default="", allow_blank=True,
                                         max_length=500)
 
 
 class UpdateClusterSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=80, required=False)
-    resource_types = serializers.ListField(child=api_id(), max_length=1000, required=False)
+    resource_types = serializers.ListField(child=api_id(), min_length=1, max_length=1000,
+                                           required=False, error_messages=PICK_ONE)
     description = serializers.CharField(required=False, allow_blank=True, max_length=500)
 
 
@@ -89,8 +94,8 @@ class StartPlanningSerializer(serializers.Serializer):
     model = api_id()
     cluster = api_id()
     throughput_target = api_number("throughput_target")
-    schedulers = serializers.ListField(child=serializers.CharField(max_length=40),
-                                       required=False, max_length=50)
+    schedulers = serializers.ListField(child=serializers.ChoiceField([]), required=False,
+                                       min_length=1, max_length=50)
     batch_size = api_number("batch_size", required=False)
     samples = api_number("samples", required=False)
     budget_s = api_number("budget_s", required=False, default=5.0,
@@ -100,6 +105,11 @@ class StartPlanningSerializer(serializers.Serializer):
         "needs at least $X/h'"))
     max_total_cost = api_number("max_total_cost", required=False,
                                 help_text="optional cap, $ for the whole job; needs samples")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # The registry's schedulers are the choice: the schema lists them.
+        self.fields["schedulers"].child.choices = services.available_schedulers()
 
 
 class WhatIfSerializer(serializers.Serializer):

@@ -35,6 +35,7 @@ from webapp.profiling.remote import with_agent_figures
 from webapp.profiling.services import latest_profile
 from webapp.projects.models import Project
 from webapp.projects.permissions import Action, AnyUser, check
+from webapp.refusals import StateRefusal
 
 KIND = "plan"
 REFERENCE = "exact"  # the optimum every other scheduler's gap is measured against
@@ -133,10 +134,10 @@ def build_request_instance(
     run = latest_profile(model, batch_size)
     if run is None:
         if latest_profile(model) is None:
-            raise ValidationError({"model": f"{model.name} has no profile yet; profile it first"})
+            raise StateRefusal({"model": f"{model.name} has no profile yet; profile it first"})
         sizes = sorted(set(model.profiles.filter(profile__isnull=False)
                            .values_list("batch_size", flat=True)))
-        raise ValidationError({"batch_size": f"no profile of {model.name} at batch size "
+        raise StateRefusal({"batch_size": f"no profile of {model.name} at batch size "
                                              f"{batch_size}; profiled at "
                                              f"{', '.join(map(str, sizes))}"})
     resource_types = list(cluster.resource_types.all())

@@ -23,6 +23,7 @@ from heterps_core.errors import InstanceError
 from heterps_core.limits import LIMITS
 from webapp.projects.models import Invitation, Membership, Project, Role
 from webapp.projects.permissions import Action, AnyUser, check, role_of
+from webapp.refusals import StateRefusal
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -178,18 +179,18 @@ def _invitee(project: Project, who: str) -> tuple[User | None, str]:
     else:
         user = users.filter(username=who).first()
         if user is None:
-            raise ValidationError({"who": f"there is no account called {who!r}; invite "
+            raise StateRefusal({"who": f"there is no account called {who!r}; invite "
                                           "their e-mail address instead"})
         member = project.memberships.filter(user=user).first()
         email = user.email
     if member is not None:
         article = "an" if member.role == Role.OWNER else "a"
-        raise ValidationError({"who": f"{who} is already {article} {member.role} of this project; "
+        raise StateRefusal({"who": f"{who} is already {article} {member.role} of this project; "
                                       "change their role in the members list instead"})
     pending = pending_invitations(project)
     if (user and pending.filter(user=user).exists()) or (
             not user and pending.filter(email__iexact=email).exists()):
-        raise ValidationError({"who": f"{who} already has a pending invitation; "
+        raise StateRefusal({"who": f"{who} already has a pending invitation; "
                                       "revoke it first to send a new one"})
     return user, email
 
@@ -224,14 +225,14 @@ def invitation_for(token: str) -> Invitation:
     found = (Invitation.objects.select_related("project", "user")
              .filter(token_hash=hash_token(token or "")).first())
     if found is None:
-        raise ValidationError({"token": "this invitation link is not valid; check that you "
+        raise StateRefusal({"token": "this invitation link is not valid; check that you "
                                         "copied all of it"})
     if found.revoked_at is not None:
-        raise ValidationError({"token": "this invitation was revoked by a project owner"})
+        raise StateRefusal({"token": "this invitation was revoked by a project owner"})
     if found.accepted_at is not None:
-        raise ValidationError({"token": "this invitation link has already been used"})
+        raise StateRefusal({"token": "this invitation link has already been used"})
     if found.expires_at <= timezone.now():
-        raise ValidationError({"token": "this invitation expired; ask a project owner "
+        raise StateRefusal({"token": "this invitation expired; ask a project owner "
                                         "for a new one"})
     return found
 
@@ -243,13 +244,13 @@ def accept_invitation(user: User, token: str) -> Membership:
     # Locked, and checked again: two clicks at once must not both join.
     invitation = Invitation.objects.select_for_update().get(pk=invitation.pk)
     if invitation.accepted_at is not None:
-        raise ValidationError({"token": "this invitation link has already been used"})
+        raise StateRefusal({"token": "this invitation link has already been used"})
     if invitation.user_id is not None and invitation.user_id != user.pk:
-        raise ValidationError({"token": f"this invitation is for the account "
+        raise StateRefusal({"token": f"this invitation is for the account "
                                         f"{invitation.invitee}; sign in as them to accept"})
     current = role_of(user, invitation.project_id)
     if current is not None:
-        raise ValidationError({"token": f"you are already {'an' if current == Role.OWNER else 'a'} "
+        raise StateRefusal({"token": f"you are already {'an' if current == Role.OWNER else 'a'} "
                                         f"{current} of this project"})
     membership = Membership.objects.create(project_id=invitation.project_id, user=user,
                                            role=invitation.role)

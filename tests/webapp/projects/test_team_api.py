@@ -35,7 +35,8 @@ def test_invite_accept_and_change_role_through_the_api(
     joined = _post(client, "/api/invitations/accept/", {"token": token})
     assert joined.status_code == 200 and joined.json()["role"] == "viewer"
     again = _post(client, "/api/invitations/accept/", {"token": token})
-    assert again.status_code == 400 and "token" in again.json()
+    # Well formed, refused by the present state (used): a 409 naming the field.
+    assert again.status_code == 409 and "already been used" in again.json()["token"][0]
 
     client.force_login(personas.owner)
     membership = Membership.objects.get(user=erin)
@@ -60,7 +61,7 @@ def test_an_existing_member_is_refused_naming_the_field(personas: Any, client: A
     client.force_login(personas.owner)
     response = _post(client, "/api/invitations/", {"project": personas.project.pk,
                                                   "who": "viewer"})
-    assert response.status_code == 400 and "already a viewer" in response.json()["who"][0]
+    assert response.status_code == 409 and "already a viewer" in response.json()["who"][0]
     assert not Invitation.objects.exists()
 
 
