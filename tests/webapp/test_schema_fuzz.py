@@ -104,7 +104,8 @@ def test_the_api_keeps_to_its_schema(sign_in: dict[str, Any], personas: Any, wor
     # The schema itself is for members only: read with a token of the owner's.
     _, key = create_token(personas.owner, "schema")
     schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", application,
-                                            config=config, headers={"Authorization": f"Token {key}"})
+                                            config=config,
+                                            headers={"Authorization": f"Token {key}"})
 
     @schema.hook
     def map_body(context: Any, body: Any) -> Any:
