@@ -29,6 +29,14 @@ BLANK = {"type": "string", "maxLength": 0}
 NOT_ONLY_SPACE = "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$"
 
 
+def requires(field: str, *others: str) -> dict[str, Any]:
+    """A schema clause: a body giving `field` (not null) gives each of `others` (not null)."""
+    given = {"required": [field], "properties": {field: {"not": {"type": "null"}}}}
+    needed = {"required": list(others),
+              "properties": {o: {"not": {"type": "null"}} for o in others}}
+    return {"anyOf": [{"not": given}, needed]}
+
+
 def _answer(description: str, schema: dict[str, Any]) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": schema}}}
 
@@ -38,12 +46,17 @@ class ApiAutoSchema(AutoSchema):
         self, serializer: Any, direction: Direction = "request"
     ) -> Any:
         # A serializer whose body is complete in more than one way (a catalogue template, or
-        # every field) says so in `required_any_of`; the schema then says it too.
+        # every field) says so in `required_any_of`; rules between its fields (a field that
+        # needs another) in `schema_rules` (JSON-schema clauses, `requires()`). The schema
+        # then says them too.
         schema, required = super()._get_request_for_media_type(serializer, direction)
+        clauses = list(getattr(serializer, "schema_rules", ()))
         ways = getattr(serializer, "required_any_of", None)
         if ways and self.method != "PATCH":
-            schema = {"allOf": [schema, {"anyOf": [{"required": list(w)} for w in ways]}]}
+            clauses.append({"anyOf": [{"required": list(w)} for w in ways]})
             required = True
+        if clauses:
+            schema = {"allOf": [schema, *clauses]}
         return schema, required
 
     def _map_serializer_field(self, field: Any, direction: Direction,

@@ -23,11 +23,8 @@ CHECKS = list(REGISTERED.get_all())
 # can still break one, a 400 naming the field. Refusals by the present state (a model with
 # no profile yet, an invitation already used) are 409s and pass that check everywhere.
 RULES_BETWEEN_FIELDS = {
-    "POST /api/models/": "a zoo entry's sizes; an imported layer chain's format",
-    "POST /api/planning-requests/": "a total cost cap needs samples",
-    "POST /api/resource-types/": "a spot price and its interruption rate go together; "
-                                 "precision other than fp32 on GPU kinds only",
-    "PATCH /api/resource-types/{id}/": "the same, against the stored type's kind",
+    "POST /api/models/": "an example input must fit the factory's forward() (traced); an "
+                         "imported layer chain's own format",
     "POST /api/work/": "params per kind (an instance for evaluate)",
     "POST /api/jobs/": "the chosen runner's own fields",
 }

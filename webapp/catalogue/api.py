@@ -16,6 +16,7 @@ from heterps_core.errors import InstanceError
 from heterps_core.hardware import default_catalogue
 from heterps_core.hardware.catalogue import KINDS, PRECISION_ALIASES, PRECISIONS
 from heterps_core.limits import LIMITS
+from webapp.api_schema import requires
 from webapp.bounds import FiniteFloatField, api_id, api_number
 from webapp.catalogue import services, validation
 from webapp.catalogue.models import ResourceType
@@ -95,6 +96,22 @@ class CreateResourceTypeSerializer(WriteResourceTypeSerializer):
     # A catalogue template fills what is not given; without one, every figure is needed.
     required_any_of = (("template",), ("name", "kind", "price_per_hour", "count",
                                        "memory_gb", "network_gbps"))
+    # A spot offer is a price with its interruption rate (and restart); a precision other
+    # than fp32 is for a GPU kind, given or the template's. (An update is checked with the
+    # stored type: what the two refuse together is a 409, webapp/catalogue/services.py.)
+    schema_rules = (
+        requires("spot_price", "interruptions_per_hour"),
+        requires("interruptions_per_hour", "spot_price"),
+        requires("restart_s", "spot_price"),
+        {"anyOf": [
+            {"not": {"required": ["precision"], "properties": {"precision": {
+                "enum": [p for p in (*PRECISIONS, *PRECISION_ALIASES) if p != "fp32"]}}}},
+            {"required": ["kind"], "properties": {"kind": {"const": "gpu"}}},
+            {"not": {"required": ["kind"]}, "required": ["template"], "properties": {
+                "template": {"enum": [name for name in default_catalogue().names
+                                      if default_catalogue().get(name).kind == "gpu"]}}},
+        ]},
+    )
 
 
 class ResourceTypeViewSet(viewsets.ModelViewSet):

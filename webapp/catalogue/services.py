@@ -28,6 +28,7 @@ from webapp.catalogue.validation import (  # noqa: F401  (the rules pages and AP
 )
 from webapp.projects.models import Project
 from webapp.projects.permissions import Action, AnyUser, check
+from webapp.refusals import StateRefusal
 
 
 def hardware_catalogue() -> list[dict[str, Any]]:
@@ -53,8 +54,8 @@ def create(user: AnyUser, project: Project,
     values = clean(data)
     with transaction.atomic():
         if ResourceType.objects.filter(project=project, name=values["name"]).exists():
-            raise ValidationError({"name": f"a resource type called {values['name']!r} "
-                                           "already exists in this project"})
+            raise StateRefusal({"name": f"a resource type called {values['name']!r} "
+                                        "already exists in this project"})
         return ResourceType.objects.create(project=project, **values)
 
 
@@ -67,14 +68,22 @@ def update(user: AnyUser, resource_type: ResourceType,
         # unless the same edit sets them (which `clean` then refuses, naming them).
         merged.update(dict.fromkeys(MARKET))
     merged.update({k: v for k, v in data.items() if k in ALL_FIELDS})
-    values = clean(merged)
+    try:
+        values = clean(merged)
+    except StateRefusal:
+        raise
+    except ValidationError as exc:
+        # The body passed its own rules (the API's serializer and schema state them); what
+        # is refused now is the edit together with the stored type (amp precision on a CPU
+        # type, a spot rate on a type without a spot price): the present state's refusal.
+        raise StateRefusal(exc.message_dict) from None
     with transaction.atomic():
         locked = ResourceType.objects.select_for_update().get(pk=resource_type.pk)
         _refuse_while_running(locked, "changed")
         if values["name"] != locked.name and ResourceType.objects.filter(
                 project_id=locked.project_id, name=values["name"]).exists():
-            raise ValidationError({"name": f"a resource type called {values['name']!r} "
-                                           "already exists in this project"})
+            raise StateRefusal({"name": f"a resource type called {values['name']!r} "
+                                        "already exists in this project"})
         for field, value in values.items():
             setattr(locked, field, value)
         locked.save()
@@ -90,7 +99,7 @@ def delete(user: AnyUser, resource_type: ResourceType) -> None:
         _refuse_while_running(locked, "deleted")
         alone = [c.name for c in locked.clusters.all() if c.resource_types.count() == 1]
         if alone:
-            raise ValidationError({"resource_type": (
+            raise StateRefusal({"resource_type": (
                 f"{locked.name} is the only resource type of cluster(s) {', '.join(alone)}; "
                 "add another type to them or delete them first")})
         locked.delete()
@@ -106,7 +115,7 @@ def _refuse_while_running(resource_type: ResourceType, what: str) -> None:
     jobs = _running_jobs(resource_type)
     if jobs:
         ids = ", ".join(f"#{pk}" for pk in jobs)
-        raise ValidationError({"resource_type": (
+        raise StateRefusal({"resource_type": (
             f"{resource_type.name} is used by running job(s) {ids}; it can be {what} once "
             "they finish or are cancelled")})
 

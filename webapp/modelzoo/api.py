@@ -12,6 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from heterps_core import zoo
+from heterps_core.zoo.sizes import sizes_of
 from webapp.bounds import MAX_TEXT, api_id, filter_by_query
 from webapp.modelzoo import loading, services
 from webapp.modelzoo.models import RegisteredModel
@@ -42,6 +43,12 @@ class AddModelSerializer(serializers.Serializer):
     description = serializers.CharField(required=False, default="", max_length=MAX_TEXT)
 
     required_any_of = (("zoo_name",), ("factory",), ("layers",))  # one way to add a model
+    # A zoo entry comes in its own sizes.
+    schema_rules = ({"anyOf": [
+        {"not": {"required": ["zoo_name"]}}, {"not": {"required": ["size"]}},
+        *({"required": ["zoo_name"], "properties": {
+            "zoo_name": {"const": name}, "size": {"enum": list(sizes_of(name))}}}
+          for name in zoo.names())]},)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -12,6 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from heterps_core.provenance import to_json
+from webapp.api_schema import requires
 from webapp.bounds import api_id, api_number, filter_by_query
 from webapp.catalogue.models import ResourceType
 from webapp.modelzoo.models import RegisteredModel
@@ -105,6 +106,8 @@ class StartPlanningSerializer(serializers.Serializer):
         "needs at least $X/h'"))
     max_total_cost = api_number("max_total_cost", required=False,
                                 help_text="optional cap, $ for the whole job; needs samples")
+
+    schema_rules = (requires("max_total_cost", "samples"),)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
