@@ -61,6 +61,7 @@ BODIES: dict[tuple[str, str], Callable[[Ids], dict[str, Any]]] = {
                                                     "throughput_target": 10.0},
     ("rl-training-run-list", "post"): lambda ids: {"request": ids["request"]},
     ("job-list", "post"): lambda ids: {"plan_result": ids["result"], "steps": 4},
+    ("job-recovery", "post"): lambda ids: {"max_restarts": 2},
     ("plan-result-what-if", "post"): lambda ids: {"resource": "cpu", "count": 2},
     ("api-sign-in", "post"): lambda ids: {"username": "owner", "password": "not-it"},
     ("api-token-list", "post"): lambda ids: {"name": "laptop", "days": 30},
@@ -71,7 +72,8 @@ BODIES: dict[tuple[str, str], Callable[[Ids], dict[str, Any]]] = {
 }
 # URL argument of each detail route with a body.
 DETAIL_KIND = {"resource-type-detail": "resource", "plan-result-what-if": "result",
-               "cluster-detail": "cluster", "membership-detail": "membership"}
+               "cluster-detail": "cluster", "membership-detail": "membership",
+               "job-recovery": "job"}
 
 
 def _schema(client: Any) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from rest_framework.reverse import reverse
 from heterps_core.limits import limit
 from heterps_core.provenance import to_json
 from webapp.bounds import api_id, api_number, filter_by_query, query_int
-from webapp.jobs import figures, replan, runners, services
+from webapp.jobs import figures, recovery, replan, runners, services
 from webapp.jobs.models import Job, Runner
 from webapp.projects.permissions import Action, get_owned, visible
 
@@ -45,7 +45,7 @@ class JobSerializer(serializers.ModelSerializer):
             "sync_params", "dataparallel", "steps", "batch_size", "micro_batches", "lr", "seed",
             "predicted_throughput", "flushed_throughput",
             "predicted_cost_per_hour", "accrued_cost", "last_throughput", "last_loss",
-            "last_step", "summary", "created_at", "figure_tiers",
+            "last_step", "summary", "created_at", "figure_tiers", "max_restarts", "restarts",
         ]
         read_only_fields = fields
 
@@ -64,6 +64,10 @@ class ApproveSerializer(serializers.Serializer):
     runner = serializers.ChoiceField(choices=[], default=Runner.PIPELINE)
     batch_size = api_number("batch_size", required=False)
     lr = api_number("lr", default=0.05)
+    max_restarts = api_number(
+        "max_restarts", required=False,
+        help_text="automatic resumes after spot notices, 0..100 (default: 3 for a plan with "
+                  "a spot stage, else 0)")
     options = serializers.DictField(
         required=False, help_text="the runner's own fields: pipeline {sync_mode, binding, "
                                   "micro_batches}; dataparallel {sync_mode, sync_params, "
@@ -92,6 +96,12 @@ class ApproveSerializer(serializers.Serializer):
         return services.RunOptions(
             steps=data["steps"], runner=data["runner"], options=data["options"],
             batch_size=data.get("batch_size"), lr=data["lr"], nested=data["nested"])
+
+
+class RecoverySerializer(serializers.Serializer):
+    max_restarts = api_number("max_restarts",
+                              help_text="automatic resumes after spot notices over the job's "
+                                        "life, 0..100 (0: resume by hand)")
 
 
 def _dotted(errors: Mapping[str, Any], prefix: str) -> dict[str, list[str]]:
@@ -123,7 +133,8 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
             raise Http404("Planning is not installed.") from None
         result = get_owned(request.user, model.objects.all(),
                            approve.validated_data["plan_result"], Action.EDIT)
-        job = services.approve_plan(request.user, result, approve.run_options())
+        job = services.approve_plan(request.user, result, approve.run_options(),
+                                    max_restarts=approve.validated_data.get("max_restarts"))
         return Response(JobSerializer(job).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=None, responses={200: JobSerializer})
@@ -136,6 +147,17 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     @action(detail=True, methods=["post"])
     def restart(self, request: Request, pk: str | None = None) -> Response:
         job = services.restart(request.user, self.get_object())
+        return Response(JobSerializer(job).data)
+
+    @extend_schema(request=RecoverySerializer, responses={200: JobSerializer})
+    @action(detail=True, methods=["post"])
+    def recovery(self, request: Request, pk: str | None = None) -> Response:
+        """Set how many automatic restarts after spot notices the job may use (members and
+        owners; `restarts` says how many it has used)."""
+        body = RecoverySerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        job = recovery.set_max_restarts(request.user, self.get_object(),
+                                        body.validated_data["max_restarts"])
         return Response(JobSerializer(job).data)
 
     @extend_schema(request=None, responses={200: serializers.JSONField()})

@@ -10,7 +10,7 @@ from django import forms
 from django.forms.utils import ErrorDict
 
 from webapp.bounds import form_number
-from webapp.jobs import runners
+from webapp.jobs import runners, spot
 from webapp.jobs.inputs.base import OptionsForm
 from webapp.jobs.inputs.pipeline import plan_sync_mode
 from webapp.jobs.models import Runner
@@ -30,6 +30,11 @@ class ApproveForm(forms.Form):
                              help_text="samples per mini-batch (default: the plan's); "
                                        "data-parallel: per worker")
     lr = form_number("lr", initial=0.05, label="Learning rate")
+    max_restarts = form_number(
+        "max_restarts", required=False, label="Automatic restarts after spot notices",
+        help_text=f"a run a spot notice stops resumes by itself from its checkpoint, at most "
+                  f"this many times (default: {spot.SPOT_DEFAULT} for a plan with a spot "
+                  "stage, 0 otherwise; 0: resume by hand)")
 
     def __init__(self, data: Any = None, *, resources: list[str],
                  plan: dict[str, Any] | None = None, **kwargs: Any) -> None:
@@ -40,6 +45,7 @@ class ApproveForm(forms.Form):
         if plan is not None and Runner.PIPELINE in self.runner_forms:
             # The plan's own sync mode, not bsp: bsp misses a multi-stage plan's estimate.
             self.runner_forms[Runner.PIPELINE].initial["sync_mode"] = plan_sync_mode(plan)
+        self.fields["max_restarts"].initial = spot.default_max_restarts(plan or {})
 
     def chosen(self) -> OptionsForm:
         """The chosen runner's form (the default runner's before the form is cleaned)."""
@@ -59,6 +65,11 @@ class ApproveForm(forms.Form):
         return RunOptions(steps=data["steps"], runner=data.get("runner") or Runner.PIPELINE,
                           options=self.chosen().options(), batch_size=data.get("batch_size"),
                           lr=data["lr"])
+
+    def restarts_asked(self) -> int | None:
+        """The automatic restarts asked for (None: the plan's default)."""
+        value = self.cleaned_data.get("max_restarts")
+        return None if value is None else int(value)
 
     def add_service_errors(self, problems: dict[str, list[str]]) -> None:
         """Put a service's ValidationError on the matching field: this form's own, or the

@@ -13,7 +13,17 @@ from django.views.decorators.http import require_POST
 
 from heterps_core.plan import Plan
 from heterps_core.runtime.compile import whole_steps
-from webapp.jobs import accrual, figures, page_series, preempted, replan, runners, services
+from webapp.jobs import (
+    accrual,
+    figures,
+    interruptions,
+    page_series,
+    preempted,
+    recovery,
+    replan,
+    runners,
+    services,
+)
 from webapp.jobs.forms import ApproveForm
 from webapp.jobs.models import Job
 from webapp.jobs.pages import detail as detail_page
@@ -48,6 +58,8 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
         "can_edit": can(request.user, job.project_id, Action.EDIT),
         "figure_tiers": figures.figure_tiers(job),
         "spot_notice": preempted.notice(job),
+        "recovery": recovery.status(job),
+        "interruptions": interruptions.items(job),
         # The latest run trained nothing (yet): what the run before it measured.
         "earlier_measured": None if job.last_throughput else measured(job),
     }
@@ -78,7 +90,8 @@ def approve(request: AuthenticatedRequest, plan_result_id: int) -> HttpResponse:
                        plan=source.plan, initial=_initial(source))
     if bound and form.is_valid():
         try:
-            job = services.approve_plan(request.user, result, form.options())
+            job = services.approve_plan(request.user, result, form.options(),
+                                        max_restarts=form.restarts_asked())
         except ValidationError as exc:
             form.add_service_errors(exc.message_dict)
         else:
