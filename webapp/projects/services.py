@@ -104,7 +104,7 @@ def _keep_an_owner(project: Project, leaving: Membership) -> None:
     # The owners' rows are locked, so two owners demoting each other at once cannot both pass.
     owners = Membership.objects.select_for_update().filter(project=project, role=Role.OWNER)
     if not [m for m in owners if m.pk != leaving.pk]:
-        raise ValidationError({"role": "a project needs at least one owner"})
+        raise StateRefusal({"role": "a project needs at least one owner"})
 
 
 # The team: invitations (by username or e-mail, a link that works once and expires), roles,

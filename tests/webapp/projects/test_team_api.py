@@ -52,8 +52,8 @@ def test_the_last_owner_stays_over_the_api(personas: Any, client: Any) -> None:
     own = Membership.objects.get(user=personas.owner)
     demote = client.patch(f"/api/memberships/{own.pk}/", {"role": "viewer"},
                           content_type="application/json")
-    assert demote.status_code == 400 and "owner" in demote.json()["role"][0]
-    assert client.delete(f"/api/memberships/{own.pk}/").status_code == 400
+    assert demote.status_code == 409 and "owner" in demote.json()["role"][0]
+    assert client.delete(f"/api/memberships/{own.pk}/").status_code == 409
     assert Membership.objects.get(pk=own.pk).role == Role.OWNER
 
 
