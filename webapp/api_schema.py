@@ -87,7 +87,8 @@ class ApiAutoSchema(AutoSchema):
         out: dict[str, dict[str, Any]] = {}
         takes_input = self.method in WRITES or bool(self._get_parameters())
         if takes_input:
-            out["400"] = _answer("A field is missing or wrong: the answer names it.",
+            out["400"] = _answer("A field is missing or wrong (an id in the body that names "
+                                 "nothing of yours included): the answer names it.",
                                  FIELD_ERRORS)
         if self.method in WRITES:
             out["409"] = _answer("Well formed, but refused by the present state of things (a "
