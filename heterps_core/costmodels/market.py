@@ -57,6 +57,19 @@ class MarketPick:
         return max(1, round(self.checkpoint_s / time_per_batch_s))
 
 
+def waste(delta_s: float | np.ndarray, mtbi_s: float | np.ndarray, restart_s: float,
+          interval_s: float | np.ndarray | None = None) -> np.ndarray:
+    """w(tau): the expected share of paid time that trains nothing, with checkpoints every
+    `interval_s` (None: Young/Daly's tau*, where it is least). bench/spot.py prices the
+    intervals it measures against tau* through this one formula."""
+    delta = np.asarray(delta_s, dtype=np.float64)
+    mtbi = np.asarray(mtbi_s, dtype=np.float64)
+    if interval_s is None:
+        return np.sqrt(2 * delta / mtbi) + restart_s / mtbi
+    tau = np.asarray(interval_s, dtype=np.float64)
+    return delta / tau + tau / (2 * mtbi) + restart_s / mtbi
+
+
 def spot_costs(res: Resource, units: np.ndarray, state_gb: np.ndarray) -> np.ndarray:
     """Expected $/h of `units` spot units each holding `state_gb` (inf without a market)."""
     market = res.market
@@ -65,8 +78,7 @@ def spot_costs(res: Resource, units: np.ndarray, state_gb: np.ndarray) -> np.nda
     k = np.asarray(units, dtype=np.float64)
     mtbi = 3600.0 / (k * market.interruptions_per_hour)
     delta = np.asarray(state_gb, dtype=np.float64) / CHECKPOINT_WRITE_GBPS
-    waste = np.sqrt(2 * delta / mtbi) + market.restart_s / mtbi
-    return k * market.spot_price * (1 + waste)
+    return k * market.spot_price * (1 + waste(delta, mtbi, market.restart_s))
 
 
 def on_spot(on_demand: np.ndarray, spot: np.ndarray) -> np.ndarray:

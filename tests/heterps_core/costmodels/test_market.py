@@ -106,3 +106,18 @@ def test_a_plan_with_markets_round_trips_through_json() -> None:
     assert again.to_dict() == plan.to_dict()
     assert [s.market for s in again.stages] == ["on-demand", "spot"]
     assert again.stages[1].checkpoint_every == plan.stages[1].checkpoint_every
+
+
+def test_the_waste_share_is_least_at_the_young_daly_interval() -> None:
+    from heterps_core.costmodels.market import waste
+
+    delta, mtbi, restart = 0.08, 40.0, 5.0
+    tau = math.sqrt(2 * delta * mtbi)
+    at_optimum = float(waste(delta, mtbi, restart))
+    assert at_optimum == pytest.approx(math.sqrt(2 * delta / mtbi) + restart / mtbi)
+    # The same figure with tau* given, and more at any other interval: at tau*/c and c tau*
+    # the checkpoint-and-loss share is (c + 1/c) / 2 times its least.
+    assert float(waste(delta, mtbi, restart, tau)) == pytest.approx(at_optimum)
+    for c in (0.25, 0.5, 2.0, 4.0):
+        share = float(waste(delta, mtbi, restart, c * tau)) - restart / mtbi
+        assert share == pytest.approx((c + 1 / c) / 2 * math.sqrt(2 * delta / mtbi))
