@@ -29,7 +29,7 @@ FORBIDDEN = ("django", "celery", "channels", "rest_framework", "daphne")
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("heterps_core",),
     ("webapp.environment", "webapp.settings", "webapp.bounds", "webapp.api_errors",
-     "webapp.middleware", "webapp.staticstorage"),
+     "webapp.api_schema", "webapp.middleware", "webapp.staticstorage", "webapp.refusals"),
     ("webapp.projects", "webapp.accounts", "webapp.demo"),
     ("webapp.background",),
     ("webapp.catalogue", "webapp.modelzoo"),
