@@ -55,14 +55,21 @@ class ResourceTypeSerializer(serializers.ModelSerializer):
     spot_price = _market_number("spot_price", read_only=True)
     interruptions_per_hour = _market_number("interruptions_per_hour", read_only=True)
     restart_s = _market_number("restart_s", read_only=True)
+    restart = serializers.SerializerMethodField(
+        help_text="the restart time plans use: seconds, source (given | measured | assumed) "
+                  "and where it comes from")
 
     class Meta:
         model = ResourceType
         fields = [
             "id", "project", "name", "kind", "price_per_hour", "count", "memory_gb",
             "network_gbps", "precision", "spot_price", "interruptions_per_hour", "restart_s",
+            "restart",
         ]
         read_only_fields = ["id", "project"]
+
+    def get_restart(self, resource_type: ResourceType) -> dict[str, Any]:
+        return resource_type.restart()._asdict()
 
 
 class WriteResourceTypeSerializer(serializers.Serializer):
@@ -86,8 +93,9 @@ class WriteResourceTypeSerializer(serializers.Serializer):
     spot_price = _market_number("spot_price", required=False)
     interruptions_per_hour = _market_number("interruptions_per_hour", required=False)
     restart_s = _market_number("restart_s", required=False, help_text=(
-        "seconds to replace an interrupted unit; null or absent with a spot price: "
-        f"{validation.DEFAULT_RESTART_S:g} (an assumed default)"))
+        "seconds to replace an interrupted unit; null or absent: the median start-up of "
+        "the latest runs on this type (see `restart`), "
+        f"{validation.DEFAULT_RESTART_S:g} assumed until one has run"))
 
 
 class CreateResourceTypeSerializer(WriteResourceTypeSerializer):

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import statistics
+from typing import NamedTuple
+
 from django.db import models
 
 from heterps_core.instance import Resource, SpotMarket
 from webapp.catalogue.hardware import precision_of
-from webapp.catalogue.validation import ALL_FIELDS, clean
+from webapp.catalogue.validation import ALL_FIELDS, DEFAULT_RESTART_S, clean
 from webapp.projects.models import ProjectOwned
+
+RESTART_RUNS = 20  # the latest runs a measured restart time is the median of
+
+
+class RestartFigure(NamedTuple):
+    seconds: float
+    source: str  # "given" | "measured" | "assumed"
+    label: str
 
 
 class ResourceType(ProjectOwned):
@@ -32,6 +43,7 @@ class ResourceType(ProjectOwned):
                                    help_text="$ per spot unit-hour; empty: no spot offer")
     interruptions_per_hour = models.FloatField(
         null=True, blank=True, help_text="spot interruptions per unit-hour")
+    # Null: measured from the type's runs (RestartSample), else DEFAULT_RESTART_S assumed.
     restart_s = models.FloatField(
         null=True, blank=True, help_text="seconds to replace an interrupted unit")
 
@@ -61,7 +73,23 @@ class ResourceType(ProjectOwned):
             return None
         return SpotMarket(spot_price=self.spot_price,
                           interruptions_per_hour=self.interruptions_per_hour,
-                          restart_s=self.restart_s if self.restart_s is not None else 0.0)
+                          restart_s=self.restart().seconds)
+
+    def restart(self) -> RestartFigure:
+        """Seconds to replace an interrupted unit, and where the figure comes from: set on
+        the type, else measured (the median start-up of its latest runs, like with like:
+        stages that ran on this type's hardware), else the assumed default."""
+        if self.restart_s is not None:
+            return RestartFigure(self.restart_s, "given", "set on the resource type")
+        samples = list(self.restart_samples.order_by("-recorded_at", "-id")[:RESTART_RUNS])
+        if samples:
+            seconds = statistics.median(s.startup_s for s in samples)
+            runs = ", ".join(s.source for s in samples[:3]) + (", ..." if len(samples) > 3
+                                                               else "")
+            return RestartFigure(seconds, "measured", f"median start-up of {len(samples)} "
+                                 f"run(s) on this type ({runs})")
+        return RestartFigure(DEFAULT_RESTART_S, "assumed",
+                             "assumed until a run on this type measures it")
 
     def to_core(self) -> Resource:
         return Resource(
@@ -73,3 +101,20 @@ class ResourceType(ProjectOwned):
             network_gbps=self.network_gbps,
             market=self.market,
         )
+
+
+class RestartSample(ProjectOwned):
+    """One run's start-up (launch to its first finished mini-batch) on a resource type's own
+    hardware: what replacing an interrupted unit costs, measured. Written by the jobs app
+    when a run finishes (webapp/jobs/restart_samples.py), only for stages that ran on
+    hardware like the type's (not a substitute)."""
+
+    resource_type = models.ForeignKey(ResourceType, on_delete=models.CASCADE,
+                                      related_name="restart_samples")
+    source = models.CharField(max_length=60)  # "job 12 run 3"
+    startup_s = models.FloatField()
+    recorded_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["resource_type", "source"],
+                                               name="one_restart_sample_per_run")]

@@ -20,7 +20,7 @@ HOURS_PER_MONTH = 730.0
 # kind -> (band label, share of units interrupted per month at the band's upper edge)
 BANDS = {"cpu": ("<5%/month", 0.05), "gpu": ("5-10%/month", 0.10)}
 SPOT_SHARE_OF_LIST = 0.35  # an assumed 65% saving, within the published 60-90% range
-RESTART_S = DEFAULT_RESTART_S  # an assumed start-up plus checkpoint restore; measure yours
+RESTART_S = DEFAULT_RESTART_S  # assumed until the type's runs measure it (ResourceType.restart)
 
 
 def spot_default(kind: ResourceKind) -> dict[str, Any]:
@@ -29,10 +29,11 @@ def spot_default(kind: ResourceKind) -> dict[str, Any]:
     return {
         "spot_price": round(kind.price_per_hour * SPOT_SHARE_OF_LIST, 4),
         "interruptions_per_hour": round(per_month / HOURS_PER_MONTH, 7),
-        "restart_s": RESTART_S,
+        "restart_s": None,  # measured from the type's runs; RESTART_S assumed until then
         "spot_source": (f"default, not a quote: public interruption band {band} (upper "
-                        f"edge), {100 * (1 - SPOT_SHARE_OF_LIST):.0f}% off list, "
-                        f"{RESTART_S:.0f} s restart; edit to your provider's figures"),
+                        f"edge), {100 * (1 - SPOT_SHARE_OF_LIST):.0f}% off list, restart "
+                        f"measured from your runs ({RESTART_S:.0f} s assumed until then); "
+                        "edit to your provider's figures"),
     }
 
 
@@ -42,6 +43,7 @@ HELP = {
     "interruptions_per_hour": ("per unit-hour, with a spot price. Catalogue default: the upper "
                                "edge of the public band <5%/month (CPU) or 5-10%/month "
                                "(GPU), i.e. 0.05/730 or 0.10/730 per hour; editable"),
-    "restart_s": (f"seconds from an interruption until a replacement has restored the "
-                  f"checkpoint; empty with a spot price: {RESTART_S:.0f} (an assumed default)"),
+    "restart_s": ("seconds from an interruption until a replacement has restored the "
+                  "checkpoint; empty: the median start-up of the latest runs on this type "
+                  f"(like with like), {RESTART_S:.0f} assumed until one has run"),
 }

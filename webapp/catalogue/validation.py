@@ -77,7 +77,6 @@ def market(data: dict[str, Any]) -> dict[str, float | None]:
             raise ValidationError({f: "needs a spot price (spot_price); leave it empty for "
                                       "on-demand only" for f in given})
         return dict.fromkeys(MARKET)
-    given.setdefault("restart_s", DEFAULT_RESTART_S)
     values: dict[str, float | None] = {}
     problems: dict[str, str] = {}
     if "interruptions_per_hour" not in given:
@@ -92,7 +91,9 @@ def market(data: dict[str, Any]) -> dict[str, float | None]:
             problems[field] = exc.problem
     if problems:
         raise ValidationError(problems)
-    return {f: values[f] for f in MARKET}
+    # restart_s left empty stays None: measured from the type's runs, else assumed
+    # (ResourceType.restart()).
+    return {f: values.get(f) for f in MARKET}
 
 
 def _precision(value: Any, kind: str) -> str:

@@ -18,6 +18,7 @@ from django.conf import settings
 from heterps_core.provenance import ResourceProvenance
 from heterps_core.runtime.throughput import is_substitute
 from webapp.environment import SettingsError
+from webapp.jobs import restart_samples
 from webapp.jobs.figures import figure_tiers
 from webapp.jobs.models import Job, MeasuredStage
 from webapp.jobs.options import PIPELINE
@@ -101,9 +102,11 @@ def record_sample(job: Job, run: int, sample: Mapping[str, Any]) -> None:
 
 
 def record_summary(job: Job, run: int, summary: Mapping[str, Any]) -> None:
-    """The finished run's stage times (whole run), final."""
+    """The finished run's stage times (whole run), final, and its start-up as a restart
+    time of the types it ran on like with like (restart_samples.py)."""
     if summary.get("stages"):
         record(job, run, summary["stages"], int(summary.get("steps") or 0), final=True)
+        restart_samples.record(job, run, summary)
 
 
 def for_run(job: Job, run: int | None = None) -> list[MeasuredStage]:

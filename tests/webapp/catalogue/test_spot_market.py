@@ -43,8 +43,9 @@ def test_no_offer_is_on_demand_and_restart_has_a_labelled_default() -> None:
     assert (plain["spot_price"], plain["interruptions_per_hour"], plain["restart_s"]) == (
         None, None, None)
     spot = services.clean({**GOOD, "spot_price": "0.2", "interruptions_per_hour": "0.001"})
+    # Empty: measured from the type's runs, assumed until then (ResourceType.restart).
     assert (spot["spot_price"], spot["interruptions_per_hour"], spot["restart_s"]) == (
-        0.2, 0.001, 120.0)
+        0.2, 0.001, None)
 
 
 def test_a_member_sets_and_withdraws_an_offer_through_the_api(personas: Any,

@@ -75,9 +75,11 @@ def test_a_catalogue_type_renamed_and_bound_to_this_cpu_is_a_substitute(
     assert "differs by more than" not in model_page
     assert not any(r["differs"] for r in measured.stage_rows(job))
 
-    # No re-plan built on it.
+    # No re-plan built on it, and its start-up is no restart time of a c6i (issue 26.1).
     offer = replan.offer(job)
     assert not offer.available and "substitute" in offer.reason
+    assert not c6i.restart_samples.exists()
+    assert c6i.restart().source == "assumed"
     assert member.post(f"/jobs/{job.pk}/replan/").status_code == 302
     assert not job.replans.exists()
 
@@ -113,6 +115,14 @@ def test_a_type_an_agent_measured_on_this_machine_ran_on_its_own_hardware(
     rows = MeasuredStage.objects.filter(job=job)
     assert rows and not any(r.substitute for r in rows)
     assert all(r.host == record.host for r in rows)
+    # Its start-up is the box's measured restart time (issue 26.1), with where it comes from.
+    box.refresh_from_db()
+    restart = box.restart()
+    assert restart.source == "measured"
+    assert restart.seconds == pytest.approx(job.summary["startup_s"])
+    assert f"job {job.pk} run 1" in restart.label
+    api = login(personas.member).get(f"/api/resource-types/{box.pk}/").json()
+    assert api["restart"]["source"] == "measured" and api["restart_s"] is None
     # The re-plan's what-if is built on it: corrections of the box's own figures.
     offer = replan.offer(job)
     assert offer.what_if is not None
