@@ -10,6 +10,7 @@ urlpatterns = [
     path("work/", include("webapp.background.urls")),
     path("jobs/", include("webapp.jobs.urls")),
     path("costs/", include("webapp.costs.urls")),
+    path("budgets/", include("webapp.budgets.urls")),
     path("models/", include("webapp.modelzoo.urls")),
     path("resources/", include("webapp.catalogue.urls")),
     path("profiling/", include("webapp.profiling.urls")),

@@ -61,6 +61,8 @@ BODIES: dict[tuple[str, str], Callable[[Ids], dict[str, Any]]] = {
                                                     "throughput_target": 10.0},
     ("rl-training-run-list", "post"): lambda ids: {"request": ids["request"]},
     ("job-list", "post"): lambda ids: {"plan_result": ids["result"], "steps": 4},
+    ("job-budget", "post"): lambda ids: {"budget": 5.0},
+    ("project-budget", "post"): lambda ids: {"budget": 50.0},
     ("job-recovery", "post"): lambda ids: {"max_restarts": 2},
     ("plan-result-what-if", "post"): lambda ids: {"resource": "cpu", "count": 2},
     ("api-sign-in", "post"): lambda ids: {"username": "owner", "password": "not-it"},
@@ -73,7 +75,7 @@ BODIES: dict[tuple[str, str], Callable[[Ids], dict[str, Any]]] = {
 # URL argument of each detail route with a body.
 DETAIL_KIND = {"resource-type-detail": "resource", "plan-result-what-if": "result",
                "cluster-detail": "cluster", "membership-detail": "membership",
-               "job-recovery": "job"}
+               "job-recovery": "job", "job-budget": "job", "project-budget": "project"}
 
 
 def _schema(client: Any) -> dict[str, Any]:

@@ -43,6 +43,10 @@ class BudgetAlert(ProjectOwned):
     @property
     def text(self) -> str:
         """'job #3 reached 80% of its budget: $0.81 of $1.00 accrued'."""
-        line = (f"{self.scope} reached {self.threshold}% of its budget: "
-                f"${self.spent:.4f} of ${self.budget:.2f} accrued")
+        return f"{self.scope} {self.detail}"
+
+    @property
+    def detail(self) -> str:
+        line = (f"reached {self.threshold}% of its budget: ${self.spent:.4f} of "
+                f"${self.budget:.2f} accrued")
         return line + ("; a run was stopped at a checkpoint" if self.stopped else "")

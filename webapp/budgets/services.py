@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 
 from webapp.budgets import spend
@@ -15,6 +14,7 @@ from webapp.jobs.models import Job
 from webapp.projects.models import Project
 from webapp.projects.permissions import Action, AnyUser, check, visible
 from webapp.projects.services import checked_budget
+from webapp.refusals import StateRefusal
 
 FIELD = "budget"
 
@@ -29,16 +29,16 @@ def set_job_budget(user: AnyUser, job: Job, value: Any) -> Job:
 
 
 def refuse_spent(job: Job) -> None:
-    """ValidationError on `budget` when the job's budget or its project's is reached: a run
-    now would be stopped by its guard within seconds."""
+    """StateRefusal (a ValidationError; the API's 409) on `budget` when the job's budget or
+    its project's is reached: a run now would be stopped by its guard within seconds."""
     verdict = spend.verdict(job.pk, job.predicted_cost_per_hour)
     if verdict.scope == spend.JOB:
-        raise ValidationError({FIELD: (
+        raise StateRefusal({FIELD: (
             f"budget: the job's budget ${verdict.job.budget:.2f} is spent "
             f"(${verdict.job.spent:.4f} accrued over its runs); raise the job's budget to "
             "run it again")})
     if verdict.scope == spend.PROJECT:
-        raise ValidationError({FIELD: (
+        raise StateRefusal({FIELD: (
             f"budget: the project's budget ${verdict.project.budget:.2f} is spent "
             f"(${verdict.project.spent:.4f} accrued by its jobs); a project owner can "
             "raise it")})

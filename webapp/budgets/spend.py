@@ -11,9 +11,13 @@ from django.db.models import Sum
 from heterps_core.runtime.liveness import DRAIN_LEAD_S
 from webapp.jobs.models import Job
 
-# A sample comes every report interval (0.5 s) and a drain needs DRAIN_LEAD_S to reach every
-# stage before they checkpoint and end; what the run accrues meanwhile is spent already.
-AHEAD_S = 1.0 + DRAIN_LEAD_S
+# What a run accrues before it can stop counts as spent already: until the next sample
+# (the report interval, 0.5 s), the drain's lead (every stage must learn the stop step
+# before it gets there: DRAIN_LEAD_S, or DRAIN_ROUNDS whole rounds of a slow job, which the
+# guard works out from the run's speed), then the last checkpoint's write and the processes'
+# end (measured 1-1.5 s on an idle machine, 2 s and more on a loaded one).
+SAMPLE_S, STOP_S = 0.5, 3.0
+AHEAD_S = SAMPLE_S + DRAIN_LEAD_S + STOP_S
 JOB, PROJECT = "job", "project"
 
 
@@ -63,16 +67,16 @@ def project_spent(project_id: int) -> float:
     return float(total["total"] or 0.0)
 
 
-def verdict(job_id: int, cost_per_hour: float) -> Verdict:
+def verdict(job_id: int, cost_per_hour: float, ahead_s: float = AHEAD_S) -> Verdict:
     """The job's budgets as the database has them now (budgets may change during a run);
-    `cost_per_hour`: what the run costs while it runs."""
+    `cost_per_hour`: what the run costs while it runs; `ahead_s`: until it could stop."""
     row = Job.objects.filter(pk=job_id).values(
         "accrued_cost", "budget", "project_id", "project__budget").get()
     project_budget = row["project__budget"]
     spent = project_spent(row["project_id"]) if project_budget is not None else 0.0
     return Verdict(job=Standing(row["budget"], float(row["accrued_cost"])),
                    project=Standing(project_budget, spent),
-                   ahead=max(cost_per_hour, 0.0) * AHEAD_S / 3600)
+                   ahead=max(cost_per_hour, 0.0) * ahead_s / 3600)
 
 
 def job_standing(job: Job) -> Standing:

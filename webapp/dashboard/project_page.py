@@ -1,5 +1,6 @@
-"""The project page: members, resource types, recent work and the quick evaluate form. It
-shows several apps' records, so it sits here, above them all (docs/architecture.md)."""
+"""The project page: members, resource types, its budget and notices, recent work and the
+quick evaluate form. It shows several apps' records, so it sits here, above them all
+(docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from django.shortcuts import render
 
 from webapp.background.forms import EvaluateForm
 from webapp.background.models import Work
+from webapp.budgets import services as budgets
 from webapp.catalogue import services as catalogue
 from webapp.catalogue.forms import ResourceTypeForm
 from webapp.catalogue.models import ResourceType
@@ -27,5 +29,6 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
         "hardware": catalogue.hardware_catalogue(),
         "work": Work.objects.filter(project=project)[:20],
         "evaluate_form": EvaluateForm.demo(),
+        **budgets.project_page(project),
     }
     return render(request, "projects/detail.html", context)

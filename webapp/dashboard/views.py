@@ -2,6 +2,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from webapp.background.models import Work
+from webapp.budgets import services as budgets
 from webapp.costs import services as costs
 from webapp.dashboard import services
 from webapp.projects.permissions import visible, visible_projects
@@ -16,5 +17,6 @@ def home(request: HttpRequest) -> HttpResponse:
         "recent_plans": services.recent_plans(request.user),
         "month": services.month_costs(request.user, period),
         "period": period,
+        "budget_alerts": budgets.dashboard(request.user),
     }
     return render(request, "dashboard/home.html", context)

@@ -18,8 +18,10 @@ from rest_framework.reverse import reverse
 from heterps_core.limits import limit
 from heterps_core.provenance import to_json
 from webapp.bounds import api_id, api_number, filter_by_query, query_int
+from webapp.budgets import services as budgets
 from webapp.jobs import figures, recovery, replan, runners, services
 from webapp.jobs.models import Job, Runner
+from webapp.projects.api import BudgetSerializer
 from webapp.projects.permissions import Action, get_owned, visible
 
 OPTIONS = "options."
@@ -46,6 +48,7 @@ class JobSerializer(serializers.ModelSerializer):
             "predicted_throughput", "flushed_throughput",
             "predicted_cost_per_hour", "accrued_cost", "last_throughput", "last_loss",
             "last_step", "summary", "created_at", "figure_tiers", "max_restarts", "restarts",
+            "budget",
         ]
         read_only_fields = fields
 
@@ -64,6 +67,9 @@ class ApproveSerializer(serializers.Serializer):
     runner = serializers.ChoiceField(choices=[], default=Runner.PIPELINE)
     batch_size = api_number("batch_size", required=False)
     lr = api_number("lr", default=0.05)
+    budget = api_number("budget", required=False, allow_null=True,
+                        help_text="$ over all the job's runs (optional): the runner drains the "
+                                  "job to a checkpoint and stops it before it passes")
     max_restarts = api_number(
         "max_restarts", required=False,
         help_text="automatic resumes after spot notices, 0..100 (default: 3 for a plan with "
@@ -95,7 +101,8 @@ class ApproveSerializer(serializers.Serializer):
         data = self.validated_data
         return services.RunOptions(
             steps=data["steps"], runner=data["runner"], options=data["options"],
-            batch_size=data.get("batch_size"), lr=data["lr"], nested=data["nested"])
+            batch_size=data.get("batch_size"), lr=data["lr"], nested=data["nested"],
+            budget=data.get("budget"))
 
 
 class RecoverySerializer(serializers.Serializer):
@@ -158,6 +165,16 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         body.is_valid(raise_exception=True)
         job = recovery.set_max_restarts(request.user, self.get_object(),
                                         body.validated_data["max_restarts"])
+        return Response(JobSerializer(job).data)
+
+    @extend_schema(request=BudgetSerializer, responses={200: JobSerializer})
+    @action(detail=True, methods=["post"])
+    def budget(self, request: Request, pk: str | None = None) -> Response:
+        """Set (or clear, null) the job's budget: $ over all its runs (members, owners)."""
+        body = BudgetSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        job = budgets.set_job_budget(request.user, self.get_object(),
+                                     body.validated_data["budget"])
         return Response(JobSerializer(job).data)
 
     @extend_schema(request=None, responses={200: serializers.JSONField()})

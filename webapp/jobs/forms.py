@@ -30,6 +30,10 @@ class ApproveForm(forms.Form):
                              help_text="samples per mini-batch (default: the plan's); "
                                        "data-parallel: per worker")
     lr = form_number("lr", initial=0.05, label="Learning rate")
+    budget = form_number(
+        "budget", required=False, label="Budget ($, all runs)",
+        help_text="optional: the run is drained to a checkpoint and stopped before the job's "
+                  "accrued cost passes it (notices at 80% and 100%)")
     max_restarts = form_number(
         "max_restarts", required=False, label="Automatic restarts after spot notices",
         help_text=f"a run a spot notice stops resumes by itself from its checkpoint, at most "
@@ -64,7 +68,7 @@ class ApproveForm(forms.Form):
         data = self.cleaned_data
         return RunOptions(steps=data["steps"], runner=data.get("runner") or Runner.PIPELINE,
                           options=self.chosen().options(), batch_size=data.get("batch_size"),
-                          lr=data["lr"])
+                          lr=data["lr"], budget=data.get("budget"))
 
     def restarts_asked(self) -> int | None:
         """The automatic restarts asked for (None: the plan's default)."""

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_POST
 
 from heterps_core.plan import Plan
 from heterps_core.runtime.compile import whole_steps
+from webapp.budgets import services as budgets
 from webapp.jobs import (
     accrual,
     figures,
@@ -65,6 +66,7 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
     }
     context.update(detail_page.runner_parts(job, series))
     context.update(replan.page(job))
+    context.update(budgets.job_page(job))
     if runners.for_job(job).accrues_per_stage:  # others accrue on an estimate's clock
         context["accrual"] = accrual.run_accrual(job, series)
     return render(request, "jobs/detail.html", context)

@@ -11,7 +11,7 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from webapp.bounds import MAX_TEXT, api_id, filter_by_query
+from webapp.bounds import MAX_TEXT, api_id, api_number, filter_by_query
 from webapp.projects import services
 from webapp.projects.models import Invitation, Membership, Project, Role
 from webapp.projects.permissions import (
@@ -56,7 +56,7 @@ class ProjectListSerializer(serializers.ListSerializer):
                 mine[project_id] = role
         created_at = self.child.fields["created_at"]
         return [{"id": p.pk, "name": p.name, "description": p.description,
-                 "created_at": created_at.to_representation(p.created_at),
+                 "budget": p.budget, "created_at": created_at.to_representation(p.created_at),
                  "my_role": mine.get(p.pk), "memberships": members[p.pk]}
                 for p in projects]
 
@@ -67,8 +67,10 @@ class ProjectSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Project
-        fields = ["id", "name", "description", "created_at", "my_role", "memberships"]
-        read_only_fields = ["id", "created_at"]
+        fields = ["id", "name", "description", "budget", "created_at", "my_role",
+                  "memberships"]
+        # The budget is its owners' to set (POST .../budget/), never a side effect of a create.
+        read_only_fields = ["id", "budget", "created_at"]
         extra_kwargs = {"description": {"max_length": MAX_TEXT}}
         list_serializer_class = ProjectListSerializer
 
@@ -79,6 +81,11 @@ class ProjectSerializer(serializers.ModelSerializer):
             return next((m.role for m in project.memberships.all() if m.user_id == user_id),
                         None)
         return role_of(self.context["request"].user, project)
+
+
+class BudgetSerializer(serializers.Serializer):
+    budget = api_number("budget", allow_null=True,
+                        help_text="$ (docs/limits.md `budget`), or null for no budget")
 
 
 class ProjectViewSet(
@@ -99,6 +106,17 @@ class ProjectViewSet(
         members = Membership.objects.select_related("user").only(
             "role", "project_id", "user_id", "user__username")
         return projects.prefetch_related(Prefetch("memberships", queryset=members))
+
+    @extend_schema(request=BudgetSerializer, responses={200: ProjectSerializer})
+    @action(detail=True, methods=["post"])
+    def budget(self, request: Request, pk: str | None = None) -> Response:
+        """Set (or clear, null) the project's budget: $ over all its jobs' runs, which their
+        runners hold them to (owners only; a member gets 403)."""
+        project = get_project(request.user, valid_id(pk) or 0, Action.MANAGE)
+        body = BudgetSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        services.set_budget(request.user, project, body.validated_data["budget"])
+        return Response(self.get_serializer(self.get_queryset().get(pk=project.pk)).data)
 
     def perform_create(self, serializer: Any) -> None:
         data = serializer.validated_data

@@ -223,7 +223,7 @@ def _launcher(job: Job, run: RunContext) -> Launcher:
         # copy goes, so the next restart starts from step 0 instead of failing again.
         unlink_step(checkpoint_dir(job, run.run), resume.step)
         raise _refused(job, run, f"cannot resume from {resume.text()}: {exc}") from exc
-    guard.drain = launcher.request_drain
+    guard.attach(launcher)
     return launcher
 
 
