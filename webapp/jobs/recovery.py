@@ -104,8 +104,10 @@ def recover(job_id: int) -> str:
         if missing_capacity(job):
             return "waiting"
         stopped = spot_stop(job) or {}
+        if job.created_by is None:  # its approver's account is gone: nobody to act as
+            return "refused"
         try:
-            started = services.start_run(job.created_by, job, resume=True)  # type: ignore[arg-type]
+            started = services.start_run(job.created_by, job, resume=True)
         except (PermissionDenied, ValidationError) as exc:
             log.warning("job %s not resumed automatically: %s", job_id, exc)
             return "refused"
@@ -117,8 +119,10 @@ def recover(job_id: int) -> str:
 
 
 def candidates() -> list[int]:
-    """Jobs whose latest run failed with restarts left (the summary is checked per job)."""
-    return list(Job.objects.filter(work__status=Status.FAILED, restarts__lt=F("max_restarts"))
+    """Jobs whose latest run was drained and failed, with restarts left (the drain's kind
+    is checked per job: `spot_stop`)."""
+    return list(Job.objects.filter(work__status=Status.FAILED, restarts__lt=F("max_restarts"),
+                                   summary__has_key=preempted.KEY)
                 .values_list("pk", flat=True))
 
 
