@@ -117,21 +117,34 @@ def worker() -> Iterator[Any]:
     started.stop()
 
 
+def reload(page: Any) -> None:
+    """Reload, unless the page is reloading itself (a work page does when its websocket says
+    the work finished): the test's reload is then aborted, and the page's own one counts."""
+    from playwright.sync_api import Error
+
+    try:
+        page.reload()
+    except Error:  # "net::ERR_ABORTED; maybe frame was detached?": the page's own won
+        page.wait_for_load_state()
+
+
 def wait_for_selector(page: Any, selector: str, timeout_s: float = 120) -> None:
     """Wait until `selector` shows. Work pages reload themselves when their websocket says
     the work finished; reloading here too covers a missed event (the two may race) and a
     live server without websockets."""
-    from playwright.sync_api import Error
 
     deadline = time.monotonic() + timeout_s
     while page.locator(selector).count() == 0:
         assert time.monotonic() < deadline, f"{selector} did not appear on {page.url}"
         page.wait_for_timeout(1000)
         if page.locator(selector).count() == 0:
-            try:
-                page.reload()
-            except Error:  # the page's own reload won
-                page.wait_for_load_state()
+            reload(page)
+
+
+@pytest.fixture
+def reloaded() -> Any:
+    """`reloaded(page)`: reload, or let the page's own reload count (`reload`)."""
+    return reload
 
 
 @pytest.fixture

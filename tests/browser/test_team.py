@@ -52,7 +52,7 @@ def _sign_in(page: Any, user: Any, base_url: str) -> None:
 
 def test_an_owner_invites_a_member_who_runs_a_job_then_becomes_a_viewer(
     browser: Any, page: Any, shoot: Any, asgi_url: str, django_user_model: Any, worker: Any,
-    compare: Any, settings: Any, tmp_path: Path,
+    compare: Any, settings: Any, tmp_path: Path, reloaded: Any,
 ) -> None:
     from django.core import mail
 
@@ -129,7 +129,7 @@ def test_an_owner_invites_a_member_who_runs_a_job_then_becomes_a_viewer(
         assert time.monotonic() < deadline, (job.work.status, mine.inner_text("main")[:2000])
         time.sleep(1)
         job.work.refresh_from_db()
-    mine.reload()
+    reloaded(mine)  # the page may be reloading itself: it does when the run finishes
     assert mine.inner_text("[data-field=status]").strip() == "succeeded", \
         (job.work.error, mine.inner_text("main")[:2000])
 
