@@ -133,15 +133,18 @@ def report(user: AnyUser, period: Period, project_id: int | None = None) -> Repo
     rows = []
     totals = run_totals(wanted)
     figures = throughput.measured_many(jobs.filter(pk__in=wanted))
-    for job in jobs.filter(pk__in=wanted).only(
+    chosen = list(jobs.filter(pk__in=wanted).only(
         "name", "project__name", "predicted_cost_per_hour", "predicted_throughput", "steps",
         "batch_size", "model_name", "model_size", "scheduler", "runs", "work__status",
         "last_throughput", "summary", "plan", "plan_result_id", "restarts", "max_restarts",
-    ):
+        "project_id",
+    ))
+    spot_facts = interruptions.runs_of_many(chosen)
+    for job in chosen:
         runs = started.get(job.pk, {})
         split = difference(job, runs, totals)
         figure = figures.get(job.pk)
-        spot_items = interruptions.items(job, runs) or {}
+        spot_items = interruptions.items(job, runs, spot_facts[job.pk]) or {}
         rows.append(CostRow(
             job_id=job.pk, job=job_label(job), project_id=job.project_id,
             project=job.project.name, runs=len(runs),

@@ -19,7 +19,7 @@ the rate the runtime accrues, the plan's $/hour for the time a run held its unit
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,19 +87,30 @@ class RunFacts:
 
 def runs_of(job: Job) -> dict[int, RunFacts]:
     """Every run of the job, from its work records and samples (two queries)."""
-    facts: dict[int, RunFacts] = {}
-    works = Work.objects.filter(kind=RUN_KIND, project_id=job.project_id, params__job=job.pk)
+    return runs_of_many([job]).get(job.pk, {})
+
+
+def runs_of_many(jobs: Sequence[Job]) -> dict[int, dict[int, RunFacts]]:
+    """job id -> its runs, for a page of jobs in two queries (the cost report's rows: its
+    query count must not grow with them). Samples are read only for the jobs there is
+    something to itemise for: a spot stage, or a run a spot notice stopped."""
+    facts: dict[int, dict[int, RunFacts]] = {job.pk: {} for job in jobs}
+    works = Work.objects.filter(kind=RUN_KIND, project_id__in={j.project_id for j in jobs},
+                                params__job__in=list(facts))
     for params, result in works.values_list("params", "result"):
-        run = int(params.get("run") or 0)
+        job_id, run = int(params.get("job") or 0), int(params.get("run") or 0)
         resume = params.get("resume") or {}
         stopped = (result or {}).get("preempted") if isinstance(result, dict) else None
         if stopped and stopped.get("kind", SPOT) != SPOT:
             stopped = None  # a budget stop is no preemption
-        facts[run] = RunFacts(run, int(resume.get("step") or 0), stopped)
-    rows = JobMetric.objects.filter(job=job).order_by("run", "elapsed_s").values_list(
-        "run", "step", "elapsed_s", "cost")
-    for run, step, elapsed, cost in rows:
-        facts.setdefault(run, RunFacts(run)).rows.append((step, elapsed, cost))
+        if job_id in facts:
+            facts[job_id][run] = RunFacts(run, int(resume.get("step") or 0), stopped)
+    itemised = [j.pk for j in jobs if spot.has_spot_stage(j.plan)
+                or any(f.preempted for f in facts[j.pk].values())]
+    rows = JobMetric.objects.filter(job_id__in=itemised).order_by(
+        "job_id", "run", "elapsed_s").values_list("job_id", "run", "step", "elapsed_s", "cost")
+    for job_id, run, step, elapsed, cost in rows:
+        facts[job_id].setdefault(run, RunFacts(run)).rows.append((step, elapsed, cost))
     return facts
 
 
@@ -113,10 +124,12 @@ def on_demand_per_hour(job: Job, plan: Plan) -> float | None:
     return stages + server
 
 
-def items(job: Job, runs: Iterable[int] | None = None) -> dict[str, Any] | None:
-    """The job's itemisation over `runs` (default: all); None for a job with no spot stage
-    that no spot notice stopped (nothing to itemise)."""
-    facts = runs_of(job)
+def items(job: Job, runs: Iterable[int] | None = None,
+          facts: dict[int, RunFacts] | None = None) -> dict[str, Any] | None:
+    """The job's itemisation over `runs` (default: all), from `facts` (`runs_of_many`'s
+    entry for the job; default: read here); None for a job with no spot stage that no spot
+    notice stopped (nothing to itemise)."""
+    facts = runs_of(job) if facts is None else facts
     chosen = sorted(facts if runs is None else set(runs) & set(facts))
     plan = Plan.from_dict(job.plan)
     has_spot = spot.has_spot_stage(job.plan)
