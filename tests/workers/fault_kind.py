@@ -18,6 +18,7 @@ import time
 from typing import Any
 
 from django.apps import AppConfig
+from django.core.exceptions import ValidationError
 
 from heterps_core.progress import Progress
 from webapp.background import kinds
@@ -35,8 +36,14 @@ class FaultSteps(kinds.WorkKind):
     queue = kinds.LONG
 
     def clean_params(self, params: Any) -> dict[str, Any]:
-        return {"steps": int(params.get("steps", 10)), "step_s": float(params.get("step_s", 0.2)),
-                "children": int(params.get("children", 0))}
+        # A kind like any other: the API's fuzz test sends it what the schema allows.
+        given = {"steps": 10, "step_s": 0.2, "children": 0, **params}
+        try:
+            return {"steps": int(given["steps"]), "step_s": float(given["step_s"]),
+                    "children": int(given["children"])}
+        except (TypeError, ValueError, OverflowError):
+            raise ValidationError({"params": "steps, step_s and children must be numbers"}) \
+                from None
 
     def run(self, ctx: WorkContext) -> dict[str, Any]:
         steps, step_s = ctx.params["steps"], ctx.params["step_s"]

@@ -57,6 +57,9 @@ def start_work(
     A kind with `started_by` is refused unless `by_owner` (its app's service calls)."""
     check(user, project, Action.EDIT)
     work_kind = kinds.get(kind)
+    if not isinstance(params, dict):  # every kind's parameters are named
+        raise ValidationError({"params": "must be a JSON object (the kind's parameters by "
+                                         "name)"})
     # References first: a foreign id gets the missing-id answer whatever the kind.
     check_references(project, params, work_kind.references)
     if work_kind.started_by and not by_owner:
