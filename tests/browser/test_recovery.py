@@ -27,7 +27,10 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(trans
 
 SHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "recovery"
 BATCH = 64
-STEPS = 2000  # each notice lands while its run trains (a drain is a few seconds ahead)
+# Each notice lands while its run trains (a drain is a few seconds ahead): at 2,000 steps a
+# quiet machine finished a run before the notice, whose SIGTERM then met no handler and
+# ended pytest (CI preflight, stop 32).
+STEPS = 12000
 
 
 def _spot_plan(personas: Any, monkeypatch: Any) -> Any:
@@ -78,11 +81,13 @@ def _run_with_notice(job_id: int, notice: bool) -> None:
     job = Job.objects.get(pk=job_id)
     run, start = job.runs, job.last_step
 
+    ended = threading.Event()
+
     def send() -> None:
-        wait_until(lambda: JobMetric.objects.filter(job_id=job_id, run=run,
-                                                    step__gte=start + 4).exists(),
-                   240, f"run {run} training")
-        os.kill(os.getpid(), signal.SIGTERM)
+        wait_until(lambda: ended.is_set() or JobMetric.objects.filter(
+            job_id=job_id, run=run, step__gte=start + 4).exists(), 240, f"run {run} training")
+        if not ended.is_set():  # the run still holds the launcher's SIGTERM handler
+            os.kill(os.getpid(), signal.SIGTERM)
 
     sender = threading.Thread(target=send) if notice else None
     if sender is not None:
@@ -90,6 +95,7 @@ def _run_with_notice(job_id: int, notice: bool) -> None:
     try:
         work_services.run_work(job.work_id)
     finally:
+        ended.set()
         if sender is not None:
             sender.join(260)
 
