@@ -4,25 +4,19 @@ report comparing their cost per sample with market.py's expected figure."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[3] / "bench" / "spot.py"
+from tests import benches
+
 NUMBER = r"[\d,]+(?:\.\d+)?"
 
 
 def load_bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_spot", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
+    return benches.load_bench("spot")
 
 
 @pytest.mark.slow

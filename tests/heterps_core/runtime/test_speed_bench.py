@@ -3,24 +3,16 @@ commands, the plain loop, the ceiling, py-spy where installed, and the report it
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[3] / "bench" / "speed.py"
+from tests import benches
 
 
 def load_bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_speed", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
+    return benches.load_bench("speed")
 
 
 @pytest.mark.slow
