@@ -47,10 +47,11 @@ class ApiAutoSchema(AutoSchema):
     ) -> Any:
         # A serializer whose body is complete in more than one way (a catalogue template, or
         # every field) says so in `required_any_of`; rules between its fields (a field that
-        # needs another) in `schema_rules` (JSON-schema clauses, `requires()`). The schema
-        # then says them too.
+        # needs another) in `schema_rules` (JSON-schema clauses, `requires()`; a classmethod
+        # where a registry makes them, e.g. a schema per kind). The schema then says them too.
         schema, required = super()._get_request_for_media_type(serializer, direction)
-        clauses = list(getattr(serializer, "schema_rules", ()))
+        rules = getattr(serializer, "schema_rules", ())
+        clauses = list(rules() if callable(rules) else rules)
         ways = getattr(serializer, "required_any_of", None)
         if ways and self.method != "PATCH":
             clauses.append({"anyOf": [{"required": list(w)} for w in ways]})

@@ -34,6 +34,10 @@ class FaultSteps(kinds.WorkKind):
     name = "fault-steps"
     label = "Count steps (fault tests)"
     queue = kinds.LONG
+    params_schema = {"type": "object", "properties": {
+        "steps": {"type": "integer", "minimum": 0, "maximum": 10_000},
+        "step_s": {"type": "number", "minimum": 0, "maximum": 60},
+        "children": {"type": "integer", "minimum": 0, "maximum": 8}}}
 
     def clean_params(self, params: Any) -> dict[str, Any]:
         # A kind like any other: the API's fuzz test sends it what the schema allows.

@@ -24,6 +24,8 @@ class Stubborn(kinds.WorkKind):
     name = "stubborn"
     label = "Sleep through every stop signal (shutdown tests)"
     queue = kinds.LONG
+    params_schema = {"type": "object", "properties": {
+        "seconds": {"type": "number", "minimum": 0, "maximum": 3600}}}
 
     def clean_params(self, params: Any) -> dict[str, Any]:
         return {"seconds": float(params.get("seconds", 60))}

@@ -69,6 +69,13 @@ class StartWorkSerializer(serializers.Serializer):
         super().__init__(*args, **kwargs)
         self.fields["kind"].choices = kinds.startable_choices()
 
+    @classmethod
+    def schema_rules(cls) -> tuple[dict[str, Any], ...]:
+        """`params` per kind, from the registry (a kind states its own: `params_schema`)."""
+        return ({"oneOf": [
+            {"properties": {"kind": {"enum": [name]}, "params": schema}}
+            for name, schema in kinds.params_schemas().items()]},)
+
 
 class WorkViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     serializer_class = WorkSerializer

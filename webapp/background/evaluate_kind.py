@@ -27,6 +27,20 @@ class EvaluateKind(WorkKind):
     label = "Price assignments with the cost model"
     queue = INTERACTIVE
     retryable = True
+    # The instance's shape; the rules between its parts (a layer's compute_s names one of
+    # its resources, names unique, an assignment as long as the layers) JSON Schema cannot
+    # say: clean_params names the field that breaks one (400).
+    params_schema = {
+        "type": "object", "required": ["instance"],
+        "properties": {
+            "instance": {"type": "object", "required": [
+                "version", "batch_size", "throughput_target", "resources", "layers"],
+                "description": "a planning instance (docs/cost-model.md)"},
+            "assignments": {
+                "type": "array", "maxItems": MAX_ASSIGNMENTS,
+                "items": {"type": "array", "items": {"type": "string"}},
+                "description": "resource names, one per layer, per plan to price (default: "
+                               "each resource alone)"}}}
 
     def clean_params(self, params: Any) -> dict[str, Any]:
         if not isinstance(params, dict):

@@ -1,7 +1,9 @@
 """Work kinds: what a background-work record does. One small class per kind, one registry.
 
 Adding a kind: subclass `WorkKind`, set `name`/`label` (and `queue`: interactive or long),
-implement `clean_params` (reject bad input with a `ValidationError` naming the field) and
+implement `clean_params` (reject bad input with a `ValidationError` naming the field), state
+what it takes in `params_schema` (the API's schema says it for this kind: a body it allows
+is one `clean_params` takes, or one the present state refuses with a `StateRefusal`) and
 `run(ctx)` (call heterps_core with `ctx.progress`, check `ctx.cancelled()` in long loops,
 return JSON), decorate it with `@register`, and import its module from the app's
 `AppConfig.ready()`. The Celery task `workers.tasks.run_work` runs every kind.
@@ -19,6 +21,7 @@ from django.db.models import Model
 
 from heterps_core.registry import Registry, UnknownName
 from webapp.background.context import WorkContext
+from webapp.bounds import MAX_ID
 
 # Celery queues. Interactive work (seconds) never waits behind long work (minutes, hours):
 # each queue has its own workers (embedded: its own threads), see docs/operations.md.
@@ -41,6 +44,8 @@ class WorkKind:
     # cannot know, e.g. a job's run number); says where a person starts it instead. The
     # generic start (`POST /api/work/`) refuses it with this text.
     started_by: ClassVar[str] = ""
+    # The JSON schema of its params; `POST /api/work/`'s schema holds one per kind.
+    params_schema: ClassVar[dict[str, Any]] = {"type": "object"}
 
     def clean_params(self, params: Any) -> dict[str, Any]:
         """Validated, JSON-ready parameters; raise ValidationError({field: problem})."""
@@ -77,3 +82,13 @@ def choices() -> list[tuple[str, str]]:
 def startable_choices() -> list[tuple[str, str]]:
     """The kinds the generic start takes (not those a service owns: `started_by`)."""
     return [(name, label) for name, label in choices() if not KINDS.get(name).started_by]
+
+
+def params_schemas() -> dict[str, dict[str, Any]]:
+    """The params' JSON schema of each kind the generic start takes."""
+    return {name: KINDS.get(name).params_schema for name, _ in startable_choices()}
+
+
+def reference(description: str) -> dict[str, Any]:
+    """A param naming a row of the project: a database id ."""
+    return {"type": "integer", "minimum": 1, "maximum": MAX_ID, "description": description}

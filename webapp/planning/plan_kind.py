@@ -7,7 +7,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 
 from webapp.background.context import WorkContext
-from webapp.background.kinds import INTERACTIVE, WorkKind, register
+from webapp.background.kinds import INTERACTIVE, WorkKind, reference, register
 from webapp.planning import services
 from webapp.planning.models import PlanningRequest
 
@@ -19,6 +19,8 @@ class PlanKind(WorkKind):
     queue = INTERACTIVE
     retryable = True
     references = {"request": PlanningRequest}
+    params_schema = {"type": "object", "required": ["request"],
+                     "properties": {"request": reference("the planning request to solve")}}
 
     def clean_params(self, params: Any) -> dict[str, Any]:
         request_id = params.get("request") if isinstance(params, dict) else None

@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 from heterps_core.profiler import ProfileOptions
 from heterps_core.profiler.measure import repeat_until_known
 from webapp.background.context import WorkContext
-from webapp.background.kinds import WorkKind, register
+from webapp.background.kinds import WorkKind, reference, register
 from webapp.modelzoo import loading
 from webapp.profiling import remote, services
 from webapp.profiling.models import ProfileRun
@@ -25,6 +25,8 @@ class ProfileKind(WorkKind):
     label = "Profile a model layer by layer"
     retryable = True
     references = {"run": ProfileRun}
+    params_schema = {"type": "object", "required": ["run"],
+                     "properties": {"run": reference("the profile run to measure")}}
 
     def clean_params(self, params: Any) -> dict[str, Any]:
         run_id = params.get("run") if isinstance(params, dict) else None

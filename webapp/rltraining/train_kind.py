@@ -7,7 +7,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 
 from webapp.background.context import WorkContext
-from webapp.background.kinds import WorkKind, register
+from webapp.background.kinds import WorkKind, reference, register
 from webapp.rltraining import services
 from webapp.rltraining.models import RLTrainingRun
 
@@ -17,6 +17,8 @@ class RLTrainKind(WorkKind):
     name = services.KIND
     label = "Train the RL planning policy"
     references = {"run": RLTrainingRun}
+    params_schema = {"type": "object", "required": ["run"],
+                     "properties": {"run": reference("the RL training run to train")}}
 
     def clean_params(self, params: Any) -> dict[str, Any]:
         run_id = params.get("run") if isinstance(params, dict) else None
