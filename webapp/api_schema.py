@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from django.core.validators import RegexValidator
 from drf_spectacular.openapi import AutoSchema
 from rest_framework import serializers
 from rest_framework.permissions import AllowAny
@@ -64,7 +65,9 @@ class ApiAutoSchema(AutoSchema):
                               bypass_extensions: bool = False) -> dict[str, Any]:
         # DRF refuses a NUL character in any text field ("Null characters are not allowed").
         schema = super()._map_serializer_field(field, direction, bypass_extensions)
-        if (direction == "request" and type(field) in TEXT_FIELDS
+        # A field with a pattern of its own (a RegexValidator) keeps it.
+        own_pattern = any(isinstance(v, RegexValidator) for v in field.validators)
+        if (direction == "request" and type(field) in TEXT_FIELDS and not own_pattern
                 and schema.get("type") == "string" and "pattern" not in schema):
             blank_is_refused = not field.allow_blank and field.trim_whitespace
             schema["pattern"] = NOT_ONLY_SPACE if blank_is_refused else NO_NUL

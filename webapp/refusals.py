@@ -9,8 +9,26 @@ error, and the API answers it with **409 Conflict** and the same field-named bod
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from django.core.exceptions import ValidationError
 
 
 class StateRefusal(ValidationError):
     """ValidationError({field: problem}) that the present state, not the input, causes."""
+
+
+@contextmanager
+def by_state() -> Iterator[None]:
+    """Field-named ValidationErrors raised inside become StateRefusals: checks whose outcome
+    the schema cannot know from the body (the allow-listed factory's forward(), the stored
+    plan's resource types), so the same body may pass once the state differs."""
+    try:
+        yield
+    except StateRefusal:
+        raise
+    except ValidationError as exc:
+        if not hasattr(exc, "error_dict"):
+            raise
+        raise StateRefusal(exc.message_dict) from exc

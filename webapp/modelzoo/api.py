@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
 from django.db.models import QuerySet
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -14,7 +15,7 @@ from rest_framework.response import Response
 from heterps_core import zoo
 from heterps_core.zoo.sizes import sizes_of
 from webapp.bounds import MAX_TEXT, api_id, filter_by_query
-from webapp.modelzoo import loading, services
+from webapp.modelzoo import loading, schemas, services
 from webapp.modelzoo.models import RegisteredModel
 from webapp.projects.permissions import Action, get_project, visible
 
@@ -27,6 +28,12 @@ class RegisteredModelSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+@extend_schema_field(schemas.LAYERS)
+class LayersField(serializers.JSONField):
+    """A layer chain (`services.parse_chain` checks it and names the layer; JSON text of one
+    is taken too)."""
+
+
 class AddModelSerializer(serializers.Serializer):
     project = api_id()
     zoo_name = serializers.ChoiceField(zoo.names(), required=False,
@@ -37,14 +44,21 @@ class AddModelSerializer(serializers.Serializer):
     # lists the factories this server builds.
     factory = serializers.ChoiceField([], required=False, help_text=(
         "... or bring your own model: an allow-listed package.module:factory, or ..."))
-    example_input = serializers.CharField(required=False, default="", allow_blank=True,
-                                          max_length=500)
-    layers = serializers.JSONField(required=False, help_text="... import this layer chain")
+    example_input = serializers.CharField(
+        required=False, default="", allow_blank=True, max_length=500,
+        validators=[RegexValidator(schemas.EXAMPLE_PATTERN, "must be shapes such as "
+                                   "dense=float32[64,13];sparse=int64[64,26]<1000")],
+        help_text="the factory's forward() arguments as shapes, e.g. "
+                  "dense=float32[64,13];sparse=int64[64,26]<1000 (blank: the factory's own)")
+    layers = LayersField(required=False)
     description = serializers.CharField(required=False, default="", max_length=MAX_TEXT)
 
     required_any_of = (("zoo_name",), ("factory",), ("layers",))  # one way to add a model
-    # A zoo entry comes in its own sizes.
-    schema_rules = ({"anyOf": [
+    # An imported chain is named (a zoo entry or a factory, taken first, name themselves);
+    # a zoo entry comes in its own sizes.
+    schema_rules = ({"anyOf": [{"not": {"required": ["layers"]}}, {"required": ["zoo_name"]},
+                               {"required": ["factory"]}, {"required": ["name"]}]},
+                    {"anyOf": [
         {"not": {"required": ["zoo_name"]}}, {"not": {"required": ["size"]}},
         *({"required": ["zoo_name"], "properties": {
             "zoo_name": {"const": name}, "size": {"enum": list(sizes_of(name))}}}
@@ -59,6 +73,14 @@ class AddModelSerializer(serializers.Serializer):
             "'{input}' is not on this server's allow-list of model factories; allowed: "
             + (", ".join(allowed) or "none (HETERPS_MODEL_FACTORIES is empty)")
             + ". An operator adds one with HETERPS_MODEL_FACTORIES")
+
+    def validate_example_input(self, value: str) -> str:
+        elements = schemas.example_elements(value)
+        if elements > schemas.MAX_EXAMPLE_ELEMENTS:
+            raise serializers.ValidationError(
+                f"a tensor of {elements:,} elements; at most {schemas.MAX_EXAMPLE_ELEMENTS:,} "
+                "per tensor (the server builds the example to check forward())")
+        return value
 
 
 class RegisteredModelViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,

@@ -16,6 +16,7 @@ from webapp.modelzoo import loading
 from webapp.modelzoo.models import RegisteredModel, Source
 from webapp.projects.models import Project
 from webapp.projects.permissions import Action, AnyUser, check
+from webapp.refusals import StateRefusal, by_state
 
 LAYER_KINDS = ("embedding", "sparse", "dense")
 MAX_IMPORTED_LAYERS = 500
@@ -62,7 +63,7 @@ def add_zoo_model(
     if existing is not None:
         if existing.zoo_name == zoo_name and existing.size == size:
             return existing
-        raise ValidationError({"name": f"a model called {name!r} already exists in this project"})
+        raise StateRefusal({"name": f"a model called {name!r} already exists in this project"})
     entry = zoo.get(zoo_name)
     layers = zoo_chain(zoo_name, size)
     return RegisteredModel.objects.create(
@@ -90,18 +91,22 @@ def add_factory_model(
     """Bring your own model: an allow-listed factory, traced with torch.fx into the layer
     chain the planner sees (refused, with what to change, when it cannot be split)."""
     check(user, project, Action.EDIT)
-    built = loading.factory_model(factory, example_input)
-    name = name.strip() or factory.rpartition(":")[2]
-    if RegisteredModel.objects.filter(project=project, name=name).exists():
-        raise ValidationError({"name": f"a model called {name!r} already exists in this project"})
     from heterps_core.zoo.base import layer_specs
     from heterps_core.zoo.imported import ModelImportError
 
-    check_example(built)
-    try:
-        chain = layer_specs(built.build(built.config()))
-    except ModelImportError as exc:
-        raise ValidationError({"factory": str(exc)}) from exc
+    loading.check_factory(factory)  # the allow-list: the schema's choice, a 400
+    name = name.strip() or factory.rpartition(":")[2]
+    if RegisteredModel.objects.filter(project=project, name=name).exists():
+        raise StateRefusal({"name": f"a model called {name!r} already exists in this project"})
+    # What the factory's code makes of the example (its forward(), its chain) the schema
+    # cannot know: the operator's code decides, a 409.
+    with by_state():
+        built = loading.factory_model(factory, example_input)
+        check_example(built)
+        try:
+            chain = layer_specs(built.build(built.config()))
+        except ModelImportError as exc:
+            raise ValidationError({"factory": str(exc)}) from exc
     layers = [{"index": i, "name": spec.name, "kind": spec.kind, "parameters": spec.parameters,
                "shardable": spec.shardable} for i, spec in enumerate(chain)]
     return RegisteredModel.objects.create(
@@ -153,7 +158,7 @@ def import_model(
     if not name:
         raise ValidationError({"name": "must not be empty"})
     if RegisteredModel.objects.filter(project=project, name=name).exists():
-        raise ValidationError({"name": f"a model called {name!r} already exists in this project"})
+        raise StateRefusal({"name": f"a model called {name!r} already exists in this project"})
     layers, batch_size = parse_chain(chain_json)
     return RegisteredModel.objects.create(
         project=project, name=name, source=Source.IMPORTED, description=description,
