@@ -43,6 +43,7 @@ from heterps_core.dataparallel.process.messages import (
     Step,
     WorkerSpec,
 )
+from heterps_core.dataparallel.process.nodelay import no_delay
 from heterps_core.dataparallel.process.rounds import Rounds
 from heterps_core.dataparallel.process.tables import TableServer
 from heterps_core.dataparallel.profiling import pooled
@@ -96,7 +97,7 @@ class ProcessBackend:
                 self.procs.append(processes.spawn(WORKER_MODULE, [f"{host}:{port}", str(w)], env))
             self.sentinels = [os.pidfd_open(proc.pid) for proc in self.procs]
             for _ in range(self.cfg.workers):
-                conn = self._accept(listener)
+                conn = no_delay(self._accept(listener))
                 w = conn.recv()
                 self.by_worker[w] = conn
                 conn.send(WorkerSpec(w, self.run_spec.zoo_model.name, self.run_spec.model_config,

@@ -49,6 +49,7 @@ from heterps_core.dataparallel.process.messages import (
     pack,
     unpack_into,
 )
+from heterps_core.dataparallel.process.nodelay import no_delay
 from heterps_core.dataparallel.profiling import profile_one, trimmed_mean
 from heterps_core.dataparallel.rows import Rows, detach_tables
 from heterps_core.dataparallel.worker import GradientHook, Worker
@@ -68,7 +69,8 @@ def main(argv: list[str] | None = None) -> None:
     server, index = (argv if argv is not None else sys.argv[1:])[:2]
     host, _, port = server.rpartition(":")
     try:
-        conn = Client((host, int(port)), authkey=bytes.fromhex(os.environ["HETERPS_DP_AUTHKEY"]))
+        conn = no_delay(Client((host, int(port)),
+                               authkey=bytes.fromhex(os.environ["HETERPS_DP_AUTHKEY"])))
         conn.send(int(index))
         spec = conn.recv()
     except (EOFError, OSError):
