@@ -83,6 +83,17 @@ class ApproveSerializer(serializers.Serializer):
         super().__init__(*args, **kwargs)
         self.fields["runner"].choices = runners.choices()
 
+    @classmethod
+    def schema_rules(cls) -> tuple[dict[str, Any], ...]:
+        """`options` per runner, from the registry (each runner's input serializer states its
+        own: `json_schema()`); without `runner`, the default runner's."""
+        default = cls().fields["runner"].default
+        ways = []
+        for name in runners.RUNNERS.names():
+            way = {"properties": {"runner": {"enum": [name]}, "options": _options_schema(name)}}
+            ways.append(way if name == default else {"required": ["runner"], **way})
+        return ({"oneOf": ways},)
+
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         runner_input = runners.get(attrs["runner"]).options_serializer
         nested = "options" in attrs
@@ -109,6 +120,11 @@ class RecoverySerializer(serializers.Serializer):
     max_restarts = api_number("max_restarts",
                               help_text="automatic resumes after spot notices over the job's "
                                         "life, 0..100 (0: resume by hand)")
+
+
+def _options_schema(runner: str) -> dict[str, Any]:
+    given = getattr(runners.get(runner).options_serializer, "json_schema", None)
+    return given() if callable(given) else {"type": "object"}
 
 
 def _dotted(errors: Mapping[str, Any], prefix: str) -> dict[str, list[str]]:

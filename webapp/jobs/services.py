@@ -31,6 +31,7 @@ from webapp.jobs.records import finish_run, log, publish_sample, record_sample, 
 from webapp.jobs.runners.resume import ResumePoint
 from webapp.projects.permissions import Action, AnyUser, check
 from webapp.projects.services import checked_budget
+from webapp.refusals import StateRefusal
 
 RUN_KIND = "job-run"
 # A restart after these continues from the run's checkpoint; after a success it starts anew.
@@ -278,7 +279,8 @@ def _fields(source: PlanSource, options: RunOptions) -> dict[str, Any]:
     try:
         cleaned = runners.get(options.runner).clean(options, source, plan)
     except ValidationError as exc:  # named as the caller named the runner's fields
-        raise ValidationError({options.field(name): messages
+        kind = StateRefusal if isinstance(exc, StateRefusal) else ValidationError
+        raise kind({options.field(name): messages
                                for name, messages in exc.message_dict.items()}) from exc
     return {
         "runner": options.runner,

@@ -104,13 +104,46 @@ class DataParallelOptionsForm(OptionsForm):
 
 
 class DataParallelOptionsSerializer(serializers.Serializer):
-    # A mode of the data-parallel registry; the core validates it and its parameters
-    # (errors name mode.<mode>.<param>) and the settings (dataparallel.<setting>).
-    sync_mode = serializers.CharField(default=DEFAULT_SYNC, max_length=40)
+    # A mode of the data-parallel registry; the core validates its parameters (errors name
+    # mode.<mode>.<param>) and the settings (dataparallel.<setting>).
+    sync_mode = serializers.ChoiceField(choices=[], default=DEFAULT_SYNC)
     sync_params = serializers.DictField(required=False)
     dataparallel = serializers.DictField(
         required=False, help_text="workers, slowdowns (a list of factors or text like 1,1,4), "
                                   "backend (emulated or process)")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["sync_mode"].choices = [s["name"] for s in schemas()]
+
+    def validate_dataparallel(self, value: dict[str, Any]) -> dict[str, Any]:
+        workers = value.get("workers")
+        if type(workers) is int and workers > MAX_WORKERS:  # the form's bound (the core's is
+            # wider): the schema's one-factor-per-worker rule is stated up to it
+            raise serializers.ValidationError({"workers": f"at most {MAX_WORKERS}"})
+        return value
+
+    @staticmethod
+    def json_schema() -> dict[str, Any]:
+        """`options` of a data-parallel run in the API's schema: each mode's parameters (the
+        core's registry states them) and the workers' settings."""
+        modes_ = schemas()
+        per_mode = [{"required": ["sync_mode"], "properties": {
+            "sync_mode": {"enum": [m["name"]]}, "sync_params": m["params"]}} for m in modes_]
+        default = next(m for m in modes_ if m["name"] == DEFAULT_SYNC)
+        per_mode.append({"not": {"required": ["sync_mode"]},
+                         "properties": {"sync_params": default["params"]}})
+        # One factor per worker (slowdowns as long as workers) JSON Schema generators cannot
+        # take as 64 alternatives: the core refuses a mismatch naming dataparallel.slowdowns.
+        factor = {"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": 1000}
+        settings = {"type": "object", "properties": {
+            "workers": {"type": "integer", "minimum": 1, "maximum": MAX_WORKERS},
+            "slowdowns": {"type": "array", "items": factor, "maxItems": MAX_WORKERS},
+            "backend": {"type": "string", "enum": list(BACKENDS)}}}
+        return {"type": "object", "properties": {
+            "sync_mode": {"type": "string", "enum": [m["name"] for m in modes_]},
+            "sync_params": {"type": "object"}, "dataparallel": settings},
+            "anyOf": per_mode}
 
 
 def _param_field(param: str, spec: dict[str, Any], label: str) -> forms.Field:

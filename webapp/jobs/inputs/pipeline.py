@@ -3,11 +3,13 @@ resource type of the plan (`{"sync_mode", "binding", "micro_batches"}`)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django import forms
 from rest_framework import serializers
 
+from heterps_core.limits import limit
 from heterps_core.runtime import sync
 from webapp.bounds import api_number, form_number
 from webapp.jobs.inputs.base import OptionsForm
@@ -59,11 +61,37 @@ class PipelineOptionsForm(OptionsForm):
         return super().field_of(f"bind_{rest}" if head == "binding" else error)
 
 
+# heterps_core.runtime.binding's targets, within limits' threads (1..1024) and gpu_index
+# (0..1023). Which types the plan has, and whether this server can reach the target (a GPU,
+# a worker agent), the stored plan and the server decide: the runner's 409s.
+TARGET_PATTERN = (r"^(cpu(:([1-9][0-9]{0,2}|10[01][0-9]|102[0-4]))?"
+                  r"|cuda(:([0-9]|[1-9][0-9]{1,2}|10[01][0-9]|102[0-3]))?|remote(:(cpu|cuda))?)$")
+
+
+def _target(value: str) -> None:
+    if not re.match(TARGET_PATTERN, value):
+        raise serializers.ValidationError(f"unknown target {value!r}; use {TARGETS_HELP}")
+
+
 class PipelineOptionsSerializer(serializers.Serializer):
-    # A mode of the runtime's registry; the runner validates it and names the field.
-    sync_mode = serializers.CharField(default=DEFAULT_SYNC, max_length=40)
-    binding = serializers.DictField(child=serializers.CharField(max_length=40),
-                                    required=False,
-                                    help_text=f"resource type -> {TARGETS_HELP}; a type left "
-                                              "out runs on one local CPU thread")
+    # A mode of the runtime's registry.
+    sync_mode = serializers.ChoiceField(choices=[], default=DEFAULT_SYNC)
+    binding = serializers.DictField(
+        child=serializers.CharField(max_length=40, validators=[_target]),
+        required=False, help_text=f"resource type -> {TARGETS_HELP}; a type left out runs "
+                                  "on one local CPU thread")
     micro_batches = api_number("micro_batches", required=False)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["sync_mode"].choices = sync.names()
+
+    @staticmethod
+    def json_schema() -> dict[str, Any]:
+        """`options` of a pipeline run in the API's schema (the runtime's sync modes)."""
+        low, high = limit("micro_batches").low, limit("micro_batches").high
+        return {"type": "object", "properties": {
+            "sync_mode": {"type": "string", "enum": list(sync.names())},
+            "binding": {"type": "object", "additionalProperties": {
+                "type": "string", "pattern": TARGET_PATTERN}},
+            "micro_batches": {"type": "integer", "minimum": int(low), "maximum": int(high)}}}

@@ -57,6 +57,7 @@ from webapp.jobs.pages.pipeline import PipelinePage
 from webapp.jobs.runners.base import JobRunner, RunContext
 from webapp.jobs.runners.resume import ResumePoint, link_step, newest_checkpoint, unlink_step
 from webapp.modelzoo import loading
+from webapp.refusals import by_state
 
 # The runtime's fields for a checkpoint it will not resume from (compile's checks).
 RESUME_FIELDS = frozenset({"checkpoint", "resume"})
@@ -117,8 +118,7 @@ class PipelineRunner(JobRunner):
     def clean(self, options: RunOptions, source: PlanSource, plan: Plan) -> dict[str, Any]:
         given = options.options
         binding = given.get("binding") or {}
-        blank = [name for name, target in binding.items() if not str(target).strip()]
-        if blank:
+        if blank := [name for name, target in binding.items() if not str(target).strip()]:
             raise ValidationError({f"binding.{name}": f"choose where it runs: {TARGETS_HELP}"
                                    for name in blank})
         stored = {
@@ -130,12 +130,13 @@ class PipelineRunner(JobRunner):
         draft = Job(plan=source.plan, model_name=source.model_name, model_size=source.model_size,
                     steps=options.steps, batch_size=options.batch_size or 0, lr=options.lr,
                     seed=options.seed, runner=self.name, options=stored)
-        try:
-            config = run_config(draft)
-            compile_run(config)
-        except InstanceError as exc:
-            raise self.invalid(exc) from exc
-        _check_agents(config.binding)
+        with by_state():  # the stored plan's types and batch, this server's devices and agents
+            try:
+                config = run_config(draft)
+                compile_run(config)
+            except InstanceError as exc:
+                raise self.invalid(exc) from exc
+            _check_agents(config.binding)
         return stored
 
     def describe(self, job: Job) -> str:
