@@ -83,3 +83,19 @@ def test_work_params_per_kind(personas: Any, login: Any) -> None:
     body = {"project": personas.project.pk, "kind": "plan"}
     refused = _post(client, "/api/work/", dict(body, params={"request": "first"}))
     assert refused.status_code == 400 and "request" in refused.json()
+
+
+def test_a_jobs_metrics_are_a_list_and_a_replan_not_offered_is_a_409(
+    personas: Any, login: Any, plan_result: Any
+) -> None:
+    client = login(personas.member)
+    made = _post(client, "/api/jobs/", {"plan_result": plan_result.pk, "steps": 8})
+    assert made.status_code == 201, made.json()
+    job = made.json()["id"]
+    schema = client.get("/api/schema/?format=json").json()
+    answer = schema["paths"]["/api/jobs/{id}/metrics/"]["get"]["responses"]["200"]
+    assert answer["content"]["application/json"]["schema"]["type"] == "array"
+    assert client.get(f"/api/jobs/{job}/metrics/").json() == []  # nothing measured yet
+    # Whether a re-plan is offered, the job's runs decide: nothing measured, nothing offered.
+    refused = _post(client, f"/api/jobs/{job}/replan/", {})
+    assert refused.status_code == 409 and refused.json()["replan"]

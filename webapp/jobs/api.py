@@ -23,6 +23,7 @@ from webapp.jobs import figures, recovery, replan, runners, services
 from webapp.jobs.models import Job, Runner
 from webapp.projects.api import BudgetSerializer
 from webapp.projects.permissions import Action, get_owned, visible
+from webapp.refusals import by_state
 
 OPTIONS = "options."
 
@@ -116,6 +117,19 @@ class ApproveSerializer(serializers.Serializer):
             budget=data.get("budget"))
 
 
+class MetricRowSerializer(serializers.Serializer):
+    """One sample of a run (`services.metrics_series`): the schema of the metrics answer."""
+
+    step = serializers.IntegerField()
+    total_steps = serializers.IntegerField()
+    elapsed_s = serializers.FloatField()
+    samples_per_s = serializers.FloatField()
+    loss = serializers.FloatField(allow_null=True)
+    cost = serializers.FloatField()
+    stages = serializers.ListField(child=serializers.DictField(),
+                                   help_text="per stage (pipeline) or worker (data-parallel)")
+
+
 class RecoverySerializer(serializers.Serializer):
     max_restarts = api_number("max_restarts",
                               help_text="automatic resumes after spot notices over the job's "
@@ -206,14 +220,16 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     @replan.mapping.post
     def replan_create(self, request: Request, pk: str | None = None) -> Response:
         """A new planning request with the latest run's measured numbers (members, owners)."""
-        planning = replan.replan(request.user, self.get_object())
+        job = self.get_object()
+        with by_state():  # offered or not by the job's runs and plan: a refusal is a 409
+            planning = replan.replan(request.user, job)
         return Response(
             {"planning_request": planning.pk,
              "url": reverse("planning-request-detail", args=[planning.pk], request=request)},
             status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=None, responses={200: serializers.JSONField()})
-    @action(detail=True, methods=["get"])
+    @extend_schema(request=None, responses={200: MetricRowSerializer(many=True)})
+    @action(detail=True, methods=["get"], pagination_class=None)  # the whole run, one list
     def metrics(self, request: Request, pk: str | None = None) -> Response:
         """The latest run's samples (or `?run=N`)."""
         job = self.get_object()
