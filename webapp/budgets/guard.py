@@ -34,6 +34,7 @@ class Guard:
         self.lead_steps = 0  # a drain's least lead in steps: DRAIN_ROUNDS whole rounds
         self.reason: str | None = None
         self._first_step = 0  # the run's start step (a resume's checkpoint)
+        self.settle_s = SETTLE_S
         self._trained_at: float | None = None  # elapsed s at its first trained sample
         self._notices = Notices(job.project_id, job.pk, job.created_by_id)
 
@@ -49,6 +50,11 @@ class Guard:
         self.lead_steps = DRAIN_ROUNDS * launcher.spec.round_steps
         self._first_step = launcher.spec.start_step
 
+    def attach_stop(self, stop: Callable[[str], None]) -> None:
+        """A runner without a launcher (data-parallel: no checkpoints, no drain step to
+        place) stops at once: no lead and no settling time."""
+        self.drain, self.settle_s = stop, 0.0
+
     def ahead_s(self, samples_per_s: float) -> float:
         """Seconds the run goes on after this sample if a drain is asked now (spend.AHEAD_S,
         with the lead of a job whose rounds take longer than DRAIN_LEAD_S)."""
@@ -60,7 +66,7 @@ class Guard:
         ahead_s = self.ahead_s(float(data.get("samples_per_s") or 0.0))
         verdict = spend.verdict(self.job_id, float(data.get("cost_per_hour") or 0.0), ahead_s)
         reason = verdict.reason
-        if self._training_s(data) < SETTLE_S:
+        if self._training_s(data) < self.settle_s:
             reason = None  # too early for the drain's step to be placed safely: wait
         if reason is not None and self.reason is None:
             self.reason = reason

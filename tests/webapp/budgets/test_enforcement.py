@@ -136,3 +136,34 @@ def test_a_project_over_its_budget_stops_its_job(
         with pytest.raises(ValidationError) as refused:
             services.start_run(personas.member, Job.objects.get(pk=spent.pk))
         assert "the project's budget" in refused.value.message_dict["budget"][0]
+
+
+def test_a_data_parallel_job_over_its_budget_stops_with_the_reason(
+    login: Any, personas: Any, source: Any,
+) -> None:
+    """A data-parallel run keeps no checkpoint: the guard stops it at once (real worker
+    processes, wall-clock cost), recorded as the pipeline's budget stop is; a restart is
+    refused until the budget is raised, and would start over."""
+    from webapp.jobs.models import Runner
+
+    budget = _seconds_of(source, RUN_S)
+    job = services.approve(personas.member, source, RunOptions(
+        steps=10_000_000, runner=Runner.DATAPARALLEL, sync_mode="asp", budget=budget,
+        dataparallel={"workers": 2, "slowdowns": "1,1", "backend": "process"}))
+    work_services.run_work(job.work_id)
+    job = Job.objects.select_related("work").get(pk=job.pk)
+    assert job.work.status == Status.FAILED, job.work.error
+    stopped = job.summary["preempted"]
+    assert stopped["kind"] == "budget" and stopped["checkpoint_step"] is None
+    assert stopped["reason"].startswith(f"budget: job budget ${budget:.2f} reached")
+    assert 0 < stopped["step"] < 10_000_000
+    assert _asked_at(stopped) < budget
+    assert 0 < job.accrued_cost <= budget + _seconds_of(source, TAIL_S)
+    step = stopped["step"]
+    assert f"run 1 stopped by its budget at step {step}, no complete checkpoint" in job.log
+    page = login(personas.member).get(f"/jobs/{job.pk}/").content.decode()
+    assert f"Stopped by its budget at step {step}, no complete checkpoint" in page
+    assert "A restart starts from step 0." in page and "no longer complete" not in page
+    with pytest.raises(ValidationError) as refused:
+        services.restart(personas.member, job)
+    assert "the job's budget" in refused.value.message_dict["budget"][0]

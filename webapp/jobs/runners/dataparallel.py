@@ -11,6 +11,7 @@ its `DataParallelError` fields are kept (`mode.ssp.staleness`) or put under `dat
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,9 +21,12 @@ from heterps_core import zoo
 from heterps_core.dataparallel import DataParallelError, TrainConfig, modes, train
 from heterps_core.errors import HeterPSError
 from heterps_core.plan import Plan
+from heterps_core.runtime.errors import RunPreempted
 from heterps_core.runtime.throughput import DEFINITION
 from webapp.background.context import WorkCancelled
-from webapp.jobs import records
+from webapp.budgets.guard import Guard
+from webapp.budgets.spend import SAMPLE_S
+from webapp.jobs import preempted, records
 from webapp.jobs.inputs.dataparallel import (
     DEFAULT_SYNC,
     DEFAULT_WORKERS,
@@ -106,6 +110,9 @@ class DataParallelRunner(JobRunner):
         run.log(f"data-parallel {job.sync_mode} on {options.get('workers')} workers "
                 f"({options.get('backend')} backend)")
         switch_logged = False
+        guard = Guard(job, run.run)  # stops the run before it passes a budget
+        over_budget = threading.Event()
+        guard.attach_stop(lambda reason: over_budget.set())
 
         def emit(sample: dict[str, Any]) -> None:
             nonlocal switch_logged
@@ -115,18 +122,27 @@ class DataParallelRunner(JobRunner):
                 run.log(f"{s['previous']} -> {s['phase']} at {s['time_s']:.4f} s, "
                         f"step {s['global_step']} ({s['reason']})")
             run.store(sample)
+            guard.sample({**sample, "cost_per_hour": job.predicted_cost_per_hour})
 
         model = zoo.get(job.model_name)
         config = train_config(options, job.steps, job.batch_size, job.lr, job.seed)
-        sampler = Sampler(config.workers, job.steps, job.predicted_cost_per_hour, emit)
+        # Wall-clock runs also sample every SAMPLE_S: the page and the budget see them live.
+        every_s = SAMPLE_S if options.get("backend") == "process" else None
+        sampler = Sampler(config.workers, job.steps, job.predicted_cost_per_hour, emit, every_s)
         try:
             result = train(model, model.config(job.model_size),
                            modes.create(options["sync"], options["params"]), config,
-                           metrics=sampler, cancel=run.stop)
+                           metrics=sampler,
+                           cancel=lambda: run.stop() or over_budget.is_set())
             sampler.flush()
         except HeterPSError as exc:
             records.log(job.pk, f"run {run.run} failed: {exc}")
             raise
+        if result.stopped == "cancelled" and guard.reason is not None:
+            # Recorded as the pipeline's budget drain is; no checkpoint: a restart starts over.
+            stopped = RunPreempted(result.global_steps, None, guard.reason)
+            preempted.record(job.pk, run.run, stopped)
+            raise stopped
         if result.stopped == "cancelled":
             run.log(f"cancelled at step {result.global_steps}")
             raise WorkCancelled("cancelled")

@@ -3,8 +3,10 @@
 The trainer emits one event per local step; storing each would be thousands of rows. The
 `Sampler` keeps per-worker state and hands a sample (a `JobMetric`-shaped dict whose
 `stages` holds one entry per worker) to `emit` every `every` global steps, at ASHL's phase
-switch and at the end. Times are the trainer's: emulated seconds with the emulated backend,
-wall-clock seconds with the process backend.
+switch and at the end; with `every_s`, also once that many seconds passed since the last
+one (a wall-clock run of many steps still shows, and is held against its budget, live).
+Times are the trainer's: emulated seconds with the emulated backend, wall-clock seconds
+with the process backend.
 """
 
 from __future__ import annotations
@@ -63,12 +65,14 @@ class _Worker:
 class Sampler:
     """Down-samples the trainer's events into job samples (see the module docstring)."""
 
-    def __init__(self, workers: int, total_steps: int, cost_per_hour: float, emit: Emit) -> None:
+    def __init__(self, workers: int, total_steps: int, cost_per_hour: float, emit: Emit,
+                 every_s: float | None = None) -> None:
         self.workers = [_Worker() for _ in range(workers)]
         self.total_steps = total_steps
         self.cost_per_hour = cost_per_hour
         self.emit = emit
         self.every = max(1, total_steps // SAMPLES_PER_RUN)
+        self.every_s = every_s
         self.global_step = 0
         self.time_s = 0.0
         self.switch: dict[str, Any] | None = None
@@ -115,7 +119,8 @@ class Sampler:
         self._losses.append(event.loss)
         self._samples += event.batch_size
         self.meter.add(event.time_s, event.batch_size)
-        if self.global_step - self._last[0] >= self.every:
+        due_s = self.every_s is not None and self.time_s - self._last[1] >= self.every_s
+        if self.global_step - self._last[0] >= self.every or due_s:
             self.flush()
 
     def flush(self) -> None:
