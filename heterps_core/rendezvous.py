@@ -11,12 +11,14 @@ protocol is written down once:
 | `stats/RANK` | worker | at its end: peak resident bytes (a server shard: rows held) |
 | `exit/RANK` | agent | the exit code of a rank it ran |
 | `beat/RANK` | worker | a counter its heartbeat thread advances (runtime/liveness.py) |
+| `progress/RANK` | worker | a stage's newest started step, its answer to the drain offer |
 | `where/RANK` | worker | `{"pid", "host"}` of the process, for error messages |
 | `up/RANK` | worker | set once its start-up is over (it trains or serves) |
 | `checkpoint/RANK/SEQ`, `.../n` | worker | a part it wrote (step, size, hash, attempt); count |
 | `control/stop` | launcher | set once: every process stops |
 | `control/drain` | launcher, agent | why the job must stop early (a SIGTERM: a spot notice) |
-| `control/stop_at` | launcher | the step at which every stage checkpoints and ends |
+| `control/stop_at` | launcher | the drain step offered (runtime/stopping.py) |
+| `control/stop_agreed` | launcher | the offer every stage promised: all checkpoint there, end |
 | `agents/joined`, `agents/I` | agent | a counter; `{"name", "provides"}` of agent I |
 | `agents/I/ranks` | launcher | the ranks agent I runs (JSON list) |
 | `agents/I/beat`, `agents/I/done` | agent | its heartbeat counter; set once its ranks ended |
@@ -38,6 +40,7 @@ SPEC = "job/spec"
 STOP = "control/stop"
 DRAIN = "control/drain"
 STOP_AT = "control/stop_at"
+STOP_AGREED = "control/stop_agreed"
 AGENTS_JOINED = "agents/joined"
 
 
@@ -63,6 +66,10 @@ def exit_code(rank: int) -> str:
 
 def beat(rank: int) -> str:
     return f"beat/{rank}"
+
+
+def progress(rank: int) -> str:
+    return f"progress/{rank}"
 
 
 def where(rank: int) -> str:

@@ -140,7 +140,7 @@ class Launcher:
         try:
             while len(self._exited) < len(spec.processes):
                 due = min(last_watch + liveness.BEAT_S, last_emit + self.config.report_interval_s)
-                if self._cancel is not None or handout.remote:
+                if self._cancel is not None or handout.remote or self._drain.pending:
                     due = min(due, time.monotonic() + TICK_S)
                 ended = self._wakeup.wait(due - time.monotonic())
                 self._hand_out(handout)
@@ -151,8 +151,8 @@ class Launcher:
                 # Only agents set the drain key: a local job reads the store for a drain
                 # only once one was asked for here (SIGTERM, request_drain).
                 if self._drain.stop_at is None and (self._drain.reason or handout.remote):
-                    collector.poll()  # the drain step follows the run's newest step and speed
-                    self._drain.poll(store, collector.step, collector.steady_throughput)
+                    collector.poll()  # the metrics' speed, one guess at the stages' own
+                    self._drain.poll(store, collector.steady_throughput, self._exited)
                 if time.monotonic() - last_watch >= liveness.BEAT_S:
                     collector.poll()
                     # Armed by a mini-batch of this attempt, not a resume's start step.

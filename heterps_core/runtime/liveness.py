@@ -1,8 +1,9 @@
 """Liveness across machines: heartbeats of job processes and agents, the launcher's watchdog.
 
 Every job process runs a `Heartbeat` thread on a store connection of its own: it advances
-`beat/RANK` every `BEAT_S` and reads the launcher's drain step (`control/stop_at`) for the
-stage loop. A thread beats while its process is scheduled and the interpreter is not wedged,
+`beat/RANK` every `BEAT_S`, and for the stage loop it hears the drain step the launcher
+offers (`control/stop_at`) and publishes the stage's progress and answer (`progress/RANK`,
+stopping.py). A thread beats while its process is scheduled and the interpreter is not wedged,
 so a beat that stops means the process stopped (SIGSTOP, a frozen machine, a partition),
 while a process that waits on a peer keeps beating: the watchdog names the one that stopped,
 not the peers left waiting on it. Agents advance `agents/I/beat` from their supervision loop
@@ -34,6 +35,7 @@ from heterps_core import rendezvous as keys
 from heterps_core.provenance import this_host
 from heterps_core.runtime.assignment import AgentInfo, agent_of
 from heterps_core.runtime.spec import JobSpec
+from heterps_core.runtime.stopping import StopPoint
 
 BEAT_S = 0.5
 WATCHDOG_S = 10.0  # a job process without a heartbeat this long is named (well within 30 s)
@@ -42,19 +44,19 @@ WATCHDOG_S = 10.0  # a job process without a heartbeat this long is named (well 
 STARTUP_TIMEOUT_S = 600.0
 AGENT_TIMEOUT_S = 5.0  # an agent without a heartbeat this long (and not done) is lost
 POLL_S = 0.02
-# A drain's step is this far ahead of the last finished mini-batch (and at least this many
-# rounds): every stage must learn it before it gets there.
+# A drain's step is this far ahead of the furthest step a stage started (and at least this
+# many rounds): every stage should answer it before it gets there (stopping.py).
 DRAIN_LEAD_S = 3.0
 DRAIN_ROUNDS = 4
 
 
 class Heartbeat:
-    """Worker side: beats for `rank` and follows the launcher's drain step."""
+    """Worker side: beats for `rank` and answers the launcher's drain step offers."""
 
     def __init__(self, address: str, rank: int, interval_s: float = BEAT_S) -> None:
         self.rank = rank
         self.interval_s = interval_s
-        self.stop_at: int | None = None  # set once the launcher asks every stage to end early
+        self.stop = StopPoint()  # the stage loop's side of a drain's step (stopping.py)
         self._up = False  # start-up is over; the thread writes `up/RANK` at its next beat
         # Its own connection: the main thread's store client is not shared across threads.
         self._store = keys.connect(address)
@@ -80,8 +82,9 @@ class Heartbeat:
                 if self._up and not told_up:
                     self._store.set(keys.up(self.rank), "1")
                     told_up = True
-                if self.stop_at is None and self._store.check([keys.STOP_AT]):
-                    self.stop_at = int(self._store.get(keys.STOP_AT))
+                offer = (int(self._store.get(keys.STOP_AT))
+                         if self._store.check([keys.STOP_AT]) else None)
+                self._store.set(keys.progress(self.rank), self.stop.hear(offer).to_json())
             except (RuntimeError, OSError):
                 return  # the coordinator is gone; the main thread finds out on its own
 
@@ -236,13 +239,14 @@ class Liveness:
                 f"{age:.1f} s; it ran {ran}")
 
 
-def drain_step(finished: int, steps_per_s: float, spec: JobSpec) -> int:
-    """The step at which every stage checkpoints and ends after a drain request: whole
-    rounds, far enough ahead that every stage reads it (their heartbeat threads poll every
-    BEAT_S) before reaching it, even the first stage, which runs ahead of the metrics."""
+def drain_step(furthest: int, steps_per_s: float, spec: JobSpec, tries: int = 0) -> int:
+    """The drain step to offer: whole rounds past `furthest` (the furthest step a stage
+    started), far enough that every stage answers it (their heartbeat threads poll every
+    BEAT_S) before reaching it; the lead doubles with each offer a stage was past (`tries`),
+    and the run's end caps it."""
     rounds = spec.round_steps
-    lead = max(DRAIN_ROUNDS * rounds, math.ceil(steps_per_s * DRAIN_LEAD_S))
-    return min(rounds * math.ceil((finished + lead) / rounds), spec.train.steps)
+    lead = max(DRAIN_ROUNDS * rounds, math.ceil(steps_per_s * DRAIN_LEAD_S)) * 2**tries
+    return min(rounds * math.ceil((furthest + lead) / rounds), spec.train.steps)
 
 
 def where_text(store: dist.Store, rank: int) -> str:

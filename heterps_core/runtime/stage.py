@@ -65,7 +65,7 @@ class StageWorker:
         heartbeat: Heartbeat | None = None,
     ) -> None:
         self.spec = spec
-        self.heartbeat = heartbeat  # its `stop_at`: the launcher's drain step (a SIGTERM)
+        self.heartbeat = heartbeat  # its `stop`: where a drain ends the run (stopping.py)
         self.me = me
         self.device = torch.device(device)
         self.group = group
@@ -120,13 +120,13 @@ class StageWorker:
         for round_ in range(spec.start_step // k, spec.train.steps // k):
             m = round_ * k + self.me.replica
             boundary = (round_ + 1) * k
-            stop_at = self._stop_at(boundary)
-            more = round_ + 1 < spec.train.steps // k and boundary != stop_at
+            drained = self._stops_here(boundary)
+            more = round_ + 1 < spec.train.steps // k and not drained
             in_flight.append(self.forward_part(m, round_, batch, more))
             # Produce the next batch now, while the later stages work on this one: it is off
             # the critical path here, on it after the backward pass.
             batch = next(data) if data is not None and more else None
-            saving = boundary == stop_at or checkpoint_due(
+            saving = drained or checkpoint_due(
                 spec.checkpoint_dir, spec.checkpoint_every, spec.train.steps, boundary
             )
             if batch is not None and not saving and depth == 0:
@@ -138,7 +138,7 @@ class StageWorker:
                 self.backward_part(in_flight.popleft())
             if saving:
                 self._checkpoint(boundary)
-            if boundary == stop_at:
+            if drained:
                 break  # drained: the final checkpoint is written, end like a finished run
         while in_flight:
             self.backward_part(in_flight.popleft())
@@ -157,15 +157,11 @@ class StageWorker:
             whole = {key: value.to(self.device) for key, value in batch[0].items()}
             self.client.prefetch(round_, lambda: self._forward(whole))
 
-    def _stop_at(self, boundary: int) -> int | None:
-        """The launcher's drain step, if it asked for one (a multiple of whole rounds)."""
-        stop_at = self.heartbeat.stop_at if self.heartbeat is not None else None
-        if stop_at is not None and boundary > stop_at:
-            raise RuntimeError(
-                f"{self.me.describe()} learnt the drain step {stop_at} at step {boundary}, "
-                "past it; the last periodic checkpoint stays the newest"
-            )
-        return stop_at
+    def _stops_here(self, boundary: int) -> bool:
+        """Whether a drain ends the run at `boundary`, the step every stage agreed on."""
+        if self.heartbeat is None:
+            return False
+        return self.heartbeat.stop.stops_here(boundary, self.reporter.store)
 
     def _data(self) -> Iterator[Batch]:
         """This replica's mini-batches (m mod k == replica, from the start step on): it makes

@@ -213,11 +213,13 @@ def test_sigterm_on_the_coordinator_writes_a_final_checkpoint_and_a_cut_one_is_r
                            resume=True))
 
 
-def test_the_drain_step_is_in_whole_rounds_ahead_of_what_the_metrics_saw(jobs) -> None:
+def test_the_drain_step_is_in_whole_rounds_ahead_of_the_furthest_started_step(jobs) -> None:
     plan = jobs.plan_for(["cpu", "cpu-b", "cpu-b", "cpu-b"], [2, 3])  # rounds of 6
     spec = Launcher(RunConfig(plan=plan, train=jobs.settings(600))).spec
     assert liveness.drain_step(10, 0.0, spec) == 36  # at least 4 rounds ahead
     assert liveness.drain_step(10, 100.0, spec) == 312  # 3 s at 100 steps/s
+    assert liveness.drain_step(10, 0.0, spec, tries=1) == 60  # a passed offer: twice the lead
+    assert liveness.drain_step(10, 50.0, spec, tries=1) == 312
     assert liveness.drain_step(590, 100.0, spec) == 600  # never past the run's end
 
 
