@@ -10,7 +10,7 @@ nothing is started and the next sweep asks again: `sweep` runs in the background
 (`background/sweeper.py`, every WORK_SWEEP_S), which the jobs app joins when it loads.
 
 Never resumed by itself: a run stopped by its budget (`kind` "budget" in the preempted
-summary, helper-budgets' stop), cancelled, failed for any other reason, or a job whose
+summary, the budget guard's stop), cancelled, failed for any other reason, or a job whose
 restarts are used up; those keep the page's "Resume by hand".
 """
 
@@ -32,7 +32,8 @@ from webapp.projects.permissions import Action, AnyUser, PermissionDenied, check
 
 log = logging.getLogger(__name__)
 
-SPOT_KIND = "spot"  # a preempted summary's `kind` (helper-budgets' stops say "budget")
+SPOT_KIND = "spot"  # a preempted summary's `kind` (the budget guard's stops say "budget")
+REFUSED = "recovery_refused"  # on the preempted summary: why a restart was refused
 
 
 def set_max_restarts(user: AnyUser, job: Job, value: Any) -> Job:
@@ -79,6 +80,10 @@ def status(job: Job) -> dict[str, Any] | None:
     used, most = job.restarts, job.max_restarts
     if not most and not used:  # recovery off: the notice's own "Resume from step N"
         return None
+    if stopped.get(REFUSED):
+        return {"pending": False, "text": (f"spot notice at step {stopped['step']}; not "
+                                           f"resumed automatically: {stopped[REFUSED]}; "
+                                           "Resume by hand")}
     if used >= most:
         return {"pending": False, "text": (
             f"spot notice at step {stopped['step']}; {used} of {most} automatic restart"
@@ -104,18 +109,38 @@ def recover(job_id: int) -> str:
         if missing_capacity(job):
             return "waiting"
         stopped = spot_stop(job) or {}
+        if stopped.get(REFUSED):  # said once; a person resumes it (a new run clears it)
+            return "refused"
         if job.created_by is None:  # its approver's account is gone: nobody to act as
+            _refuse(job, stopped, "its approver's account is gone")
             return "refused"
         try:
             started = services.start_run(job.created_by, job, resume=True)
         except (PermissionDenied, ValidationError) as exc:
-            log.warning("job %s not resumed automatically: %s", job_id, exc)
+            _refuse(job, stopped, _why(exc))
             return "refused"
         Job.objects.filter(pk=job_id).update(restarts=F("restarts") + 1)
         services.log(job_id, f"run {started.runs} started automatically after the spot "
                              f"notice at step {stopped.get('step')}: restart "
                              f"{job.restarts + 1} of {job.max_restarts}")
     return "resumed"
+
+
+def _why(exc: PermissionDenied | ValidationError) -> str:
+    if isinstance(exc, ValidationError):
+        return "; ".join(exc.messages)
+    return f"its approver may no longer start runs ({exc})"
+
+
+def _refuse(job: Job, stopped: dict[str, Any], why: str) -> None:
+    """Record once, on the stop itself, why the job is not resumed by itself: the sweep asks
+    every few seconds, and would otherwise try (and log) again each time."""
+    summary = dict(job.summary or {})
+    summary[preempted.KEY] = {**stopped, REFUSED: why}
+    Job.objects.filter(pk=job.pk).update(summary=summary)
+    log.warning("job %s not resumed automatically: %s", job.pk, why)
+    services.log(job.pk, f"not resumed automatically after the spot notice at step "
+                         f"{stopped.get('step')}: {why}; Resume by hand")
 
 
 def candidates() -> list[int]:

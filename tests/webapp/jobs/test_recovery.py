@@ -283,3 +283,36 @@ def test_a_remote_type_has_capacity_only_while_an_agent_serves_it() -> None:
     assert recovery.missing_capacity(Job(options={"binding": {"cpu-b": "remote"}})) == ["cpu-b"]
     assert recovery.missing_capacity(Job(options={"binding": {"cpu-b": "cpu:1"}})) == []
     assert recovery.missing_capacity(Job(options={})) == []
+
+
+def test_a_refused_resume_is_said_once_and_left_for_a_person(
+    personas: Any, source: Any, login: Any, caplog: Any,
+) -> None:
+    """The approver was made a viewer after the spot notice: the sweep's resume is refused,
+    which the job's log and page say once; later sweeps neither retry nor log again."""
+    from webapp.background.models import Work
+    from webapp.projects.models import Membership, Role
+
+    job = services.approve(personas.member, source, RunOptions(steps=600), max_restarts=3,
+                           start=False)
+    work = Work.objects.create(project=personas.project, kind="job-run", status=Status.FAILED,
+                               created_by=personas.member)
+    stopped = {"step": 40, "checkpoint_step": 40, "reason": "SIGTERM", "kind": "spot"}
+    Job.objects.filter(pk=job.pk).update(work=work, runs=1, summary={"preempted": stopped})
+    Membership.objects.filter(project=personas.project, user=personas.member).update(
+        role=Role.VIEWER)
+
+    with caplog.at_level("WARNING", logger="webapp.jobs.recovery"):
+        assert recovery.recover(job.pk) == "refused"
+        assert recovery.recover(job.pk) == "refused"
+        sweeper.sweep()
+    assert len([r for r in caplog.records if "not resumed automatically" in r.message]) == 1
+    refused = _job(job.pk)
+    assert refused.runs == 1 and refused.restarts == 0
+    assert refused.log.count("not resumed automatically after the spot notice at step 40") == 1
+    said = recovery.status(refused)
+    assert said is not None and not said["pending"]
+    assert said["text"].startswith("spot notice at step 40; not resumed automatically: its "
+                                   "approver may no longer start runs")
+    assert said["text"].endswith("Resume by hand")
+    assert "Resume by hand" in _page(login, personas.owner, refused)
