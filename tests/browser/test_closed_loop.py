@@ -156,5 +156,5 @@ def test_run_on_a_substitute_then_replan_with_measured_numbers(
 
     page.goto(f"{asgi_url}/costs/")
     report = page.inner_text("body")
-    assert "succeeded" in report and "of which start-up ($)" in report
+    assert "succeeded" in report and "start-up, slower, stopped early" in report
     shoot(page, "costs")

@@ -49,5 +49,5 @@ def test_job_page_and_cost_report_after_a_substitute_run(
 
     page.goto(f"{asgi_url}/costs/")
     report = page.inner_text("body")
-    assert "of which start-up ($)" in report and "succeeded" in report
+    assert "start-up, slower, stopped early" in report and "succeeded" in report
     shoot(page, "costs")

@@ -175,5 +175,8 @@ def test_a_spot_job_preempted_twice_finishes_by_itself_and_is_itemised(
     saved = row.locator("[data-field=saved-by-spot]").inner_text()
     assert float(saved.replace(",", "")) > 0  # a figure, not "-" (prices unknown)
     assert float(row.locator("[data-field=restart-cost]").inner_text()) > 0
-    assert "Lost to preemption ($ total)" in page.inner_text("thead")
+    assert "lost to preemption" in row.inner_text()
+    # Every column of the report fits 1280 px: the table does not scroll sideways.
+    wrap = page.locator(".table-wrap:has(table.cost-jobs)")
+    assert wrap.evaluate("(el) => el.scrollWidth <= el.clientWidth + 1")
     shoot(page, "costs")

@@ -70,7 +70,7 @@ def test_a_bad_month_names_the_field() -> None:
 def test_the_page_and_csv_say_what_each_figure_covers(login: Any, personas: Any, job: Job) -> None:
     client = login(personas.viewer)
     page = client.get("/costs/?month=2026-11").content.decode()
-    assert "Accrued (measured, $ total)" in page and "Estimate ($/hour)" in page
+    assert "Accrued (measured, $ total)" in page and "Estimate <small>($ total; $/hour)" in page
     assert "$0.5000" in page
     response = client.get(f"/costs/export.csv?month=2026-11&project={personas.project.pk}")
     assert response["Content-Type"] == "text/csv"

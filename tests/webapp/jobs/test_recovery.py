@@ -166,7 +166,7 @@ def test_a_spot_stopped_job_resumes_by_itself_until_its_restarts_are_used(
     assert row.saved_by_spot == pytest.approx(items["saved_by_spot"])
     assert row.restart_cost == pytest.approx(items["restart_cost"])
     report = login(personas.member).get("/costs/").content.decode()
-    assert '<td data-field="preemptions">2 / 2</td>' in report
+    assert '<span data-field="preemptions">2 / 2</span>' in report
     page = _page(login, personas.member, job)
     assert '<dd data-field="preemptions">2</dd>' in page
     assert '<dd data-field="automatic-restarts">2 of 2</dd>' in page
