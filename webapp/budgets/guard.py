@@ -18,11 +18,6 @@ from webapp.jobs.models import Job
 if TYPE_CHECKING:
     from heterps_core.runtime.launcher import Launcher
 
-# The launcher places the drain's step from the run's steady speed; in a run's first
-# seconds of training that speed is still the warm-up's and a stage can be past the step
-# before it learns it (the run then fails). The guard asks only after this much training.
-SETTLE_S = 3.0
-
 
 class Guard:
     """Fed each stored sample (`sample`); `attach` hands it the launcher once there is one.
@@ -33,27 +28,16 @@ class Guard:
         self.drain: Callable[[str], None] | None = None
         self.lead_steps = 0  # a drain's least lead in steps: DRAIN_ROUNDS whole rounds
         self.reason: str | None = None
-        self._first_step = 0  # the run's start step (a resume's checkpoint)
-        self.settle_s = SETTLE_S
-        self._trained_at: float | None = None  # elapsed s at its first trained sample
         self._notices = Notices(job.project_id, job.pk, job.created_by_id)
-
-    def _training_s(self, data: dict[str, Any]) -> float:
-        """Seconds since the first sample that trained (one past the run's first step)."""
-        elapsed = float(data.get("elapsed_s") or 0.0)
-        if self._trained_at is None and int(data.get("step") or 0) > self._first_step:
-            self._trained_at = elapsed
-        return 0.0 if self._trained_at is None else elapsed - self._trained_at
 
     def attach(self, launcher: Launcher) -> None:
         self.drain = launcher.request_drain
         self.lead_steps = DRAIN_ROUNDS * launcher.spec.round_steps
-        self._first_step = launcher.spec.start_step
 
     def attach_stop(self, stop: Callable[[str], None]) -> None:
         """A runner without a launcher (data-parallel: no checkpoints, no drain step to
-        place) stops at once: no lead and no settling time."""
-        self.drain, self.settle_s = stop, 0.0
+        agree) stops at once: no lead."""
+        self.drain = stop
 
     def ahead_s(self, samples_per_s: float) -> float:
         """Seconds the run goes on after this sample if a drain is asked now (spend.AHEAD_S,
@@ -66,8 +50,8 @@ class Guard:
         ahead_s = self.ahead_s(float(data.get("samples_per_s") or 0.0))
         verdict = spend.verdict(self.job_id, float(data.get("cost_per_hour") or 0.0), ahead_s)
         reason = verdict.reason
-        if self._training_s(data) < self.settle_s:
-            reason = None  # too early for the drain's step to be placed safely: wait
+        # At any step, even before the first mini-batch: the stages agree the drain's step
+        # from their own progress (runtime/drain.py), so none is ever past it.
         if reason is not None and self.reason is None:
             self.reason = reason
             records.log(self.job_id, f"run {self.run}: {reason}: draining to a checkpoint")
