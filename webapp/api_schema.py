@@ -27,7 +27,10 @@ TEXT_FIELDS = (serializers.CharField, serializers.EmailField, serializers.SlugFi
 NO_NUL = "^[^\\u0000]*$"
 # DRF trims a text field before it refuses a blank one: "  " is blank. Not only white space.
 BLANK = {"type": "string", "maxLength": 0}
-NOT_ONLY_SPACE = "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$"
+# What str.strip() removes, spelt out: a regex's \s differs between dialects (ECMA's has no
+# U+001C..U+001F, which Python strips), so a client's generator would take "\x1c" for text.
+SPACES = "".join(f"\\u{c:04x}" for c in range(0x10000) if chr(c).isspace())
+NOT_ONLY_SPACE = f"^[^\\u0000]*[^{SPACES}\\u0000][^\\u0000]*$"
 
 
 def requires(field: str, *others: str) -> dict[str, Any]:
@@ -36,6 +39,22 @@ def requires(field: str, *others: str) -> dict[str, Any]:
     needed = {"required": list(others),
               "properties": {o: {"not": {"type": "null"}} for o in others}}
     return {"anyOf": [{"not": given}, needed]}
+
+
+def openapi30(clause: Any) -> Any:
+    """A clause as OpenAPI 3.0 says it: `const` is JSON Schema's, which 3.0 does not have, so
+    validators and generators of 3.0 ignore it (a rule on a one-value field would then
+    say nothing); a one-value `enum` means the same."""
+    if isinstance(clause, list):
+        return [openapi30(c) for c in clause]
+    if not isinstance(clause, dict):
+        return clause
+    out = {k: ({name: openapi30(p) for name, p in v.items()} if k == "properties"
+               and isinstance(v, dict) else openapi30(v))
+           for k, v in clause.items() if k != "const"}
+    if "const" in clause:
+        out["enum"] = [clause["const"]]
+    return out
 
 
 def _answer(description: str, schema: dict[str, Any]) -> dict[str, Any]:
@@ -50,7 +69,16 @@ class ApiAutoSchema(AutoSchema):
         # every field) says so in `required_any_of`; rules between its fields (a field that
         # needs another) in `schema_rules` (JSON-schema clauses, `requires()`; a classmethod
         # where a registry makes them, e.g. a schema per kind). The schema then says them too.
-        schema, required = super()._get_request_for_media_type(serializer, direction)
+        # A PATCH whose view validates the body whole (`whole_in_patch`: the one thing it
+        # changes is required) keeps its required fields; drf-spectacular drops them all.
+        whole = self.method == "PATCH" and getattr(serializer, "whole_in_patch", False)
+        if whole:
+            self.method = "PUT"
+        try:
+            schema, required = super()._get_request_for_media_type(serializer, direction)
+        finally:
+            if whole:
+                self.method = "PATCH"
         rules = getattr(serializer, "schema_rules", ())
         clauses = list(rules() if callable(rules) else rules)
         ways = getattr(serializer, "required_any_of", None)
@@ -58,7 +86,7 @@ class ApiAutoSchema(AutoSchema):
             clauses.append({"anyOf": [{"required": list(w)} for w in ways]})
             required = True
         if clauses:
-            schema = {"allOf": [schema, *clauses]}
+            schema = {"allOf": [schema, *map(openapi30, clauses)]}
         return schema, required
 
     def _map_serializer_field(self, field: Any, direction: Direction,
@@ -106,6 +134,14 @@ class ApiAutoSchema(AutoSchema):
             # A path id, a page, or an id in the body or query that names nothing of yours.
             out["404"] = _answer("No such object in a project of yours (or no such page).",
                                  MESSAGE)
-        if self.view.get_throttles():
+        if _throttled(self.view):
             out["429"] = _answer("Too many attempts: wait the Retry-After seconds.", MESSAGE)
         return out
+
+
+def _throttled(view: Any) -> bool:
+    """DRF throttles, a sign-in that slows failed passwords down itself
+    (`sign_in_throttled`, webapp/accounts/throttle.py), or an authentication that slows an
+    address guessing keys down the same way (`throttles_failures`): each may answer 429."""
+    return (bool(view.get_throttles()) or getattr(view, "sign_in_throttled", False)
+            or any(getattr(a, "throttles_failures", False) for a in view.authentication_classes))

@@ -64,6 +64,7 @@ class ObtainTokenView(APIView):
 
     authentication_classes: list[Any] = []
     permission_classes = [AllowAny]
+    sign_in_throttled = True  # the schema documents the 429 (webapp/api_schema.py)
 
     # 200, as documented since the endpoint existed (docs/accounts.md, version note).
     @extend_schema(request=SignInSerializer, responses={200: IssuedTokenSerializer})

@@ -33,6 +33,7 @@ class TooManyFailures(exceptions.Throttled):
 
 class ApiTokenAuthentication(TokenAuthentication):
     keyword = "Token"
+    throttles_failures = True  # the schema documents the 429 (webapp/api_schema.py)
 
     def authenticate(self, request: Request) -> tuple[Any, Any] | None:
         self._address = throttle.client_address(request.META)

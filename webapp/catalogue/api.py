@@ -114,7 +114,7 @@ class CreateResourceTypeSerializer(WriteResourceTypeSerializer):
         {"anyOf": [
             {"not": {"required": ["precision"], "properties": {"precision": {
                 "enum": [p for p in (*PRECISIONS, *PRECISION_ALIASES) if p != "fp32"]}}}},
-            {"required": ["kind"], "properties": {"kind": {"const": "gpu"}}},
+            {"required": ["kind"], "properties": {"kind": {"enum": ["gpu"]}}},  # 3.0: no const
             {"not": {"required": ["kind"]}, "required": ["template"], "properties": {
                 "template": {"enum": [name for name in default_catalogue().names
                                       if default_catalogue().get(name).kind == "gpu"]}}},

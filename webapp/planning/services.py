@@ -70,7 +70,7 @@ def create_cluster(
     if not name:
         raise ValidationError({"name": "must not be empty"})
     if Cluster.objects.filter(project=project, name=name).exists():
-        raise ValidationError({"name": f"a cluster called {name!r} already exists"})
+        raise StateRefusal({"name": f"a cluster called {name!r} already exists"})
     if not resource_types:
         raise ValidationError({"resource_types": "pick at least one resource type"})
     if any(r.project_id != project.pk for r in resource_types):
@@ -92,7 +92,7 @@ def update_cluster(
         raise ValidationError({"name": "must not be empty"})
     if Cluster.objects.filter(project_id=cluster.project_id, name=name).exclude(
             pk=cluster.pk).exists():
-        raise ValidationError({"name": f"a cluster called {name!r} already exists"})
+        raise StateRefusal({"name": f"a cluster called {name!r} already exists"})
     if not resource_types:
         raise ValidationError({"resource_types": "pick at least one resource type"})
     if any(r.project_id != cluster.project_id for r in resource_types):
@@ -105,13 +105,14 @@ def update_cluster(
 
 
 def delete_cluster(user: AnyUser, cluster: Cluster) -> None:
-    """Refused once plans were made on it: they (and jobs approved from them) name it."""
+    """Refused once plans were made on it: they (and jobs approved from them) name it. Like
+    a name already taken, that is the present state's refusal (a 409), not the input's."""
     check(user, cluster.project_id, Action.EDIT)
     plans = cluster.plans.count()
     if plans:
-        raise ValidationError({"cluster": f"{plans} plan(s) were made on {cluster.name}; "
-                                          "it stays so they keep their cluster (edit it "
-                                          "instead)"})
+        raise StateRefusal({"cluster": f"{plans} plan(s) were made on {cluster.name}; "
+                                         "it stays so they keep their cluster (edit it "
+                                         "instead)"})
     cluster.delete()
 
 

@@ -137,7 +137,14 @@ class MemberSerializer(serializers.ModelSerializer):
 
 
 class RoleSerializer(serializers.Serializer):
+    """A membership's new role: the one thing a PATCH changes, so required (a body
+    without it is a 400 naming `role`)."""
+
     role = serializers.ChoiceField(choices=Role.choices)
+
+    # The schema keeps `role` required (webapp/api_schema.py). Not a no-op 200 without it:
+    # a misspelt field would then look like a change made.
+    whole_in_patch = True
 
 
 class InvitationSerializer(serializers.ModelSerializer):

@@ -38,8 +38,9 @@ def create_project(owner: User, name: str, description: str = "") -> Project:
     if not name:
         raise ValidationError({"name": "must not be empty"})
     if owned_name_taken(owner, name):
-        raise ValidationError({"name": f"you already own a project called {name!r}; "
-                                       "pickers could not tell them apart"})
+        # The same body succeeds once the other project is renamed: the state's (409).
+        raise StateRefusal({"name": f"you already own a project called {name!r}; "
+                                     "pickers could not tell them apart"})
     project = Project.objects.create(name=name, description=description.strip())
     Membership.objects.create(project=project, user=owner, role=Role.OWNER)
     return project

@@ -72,4 +72,5 @@ def test_clusters_over_the_api(personas: Any, login: Any, catalogue: list[Any]) 
     assert created.status_code == 201
     assert sorted(created.json()["resource_types"]) == sorted(r.pk for r in catalogue[1:])
     again = _post(login(personas.member), "/api/clusters/", body)
+    assert again.status_code == 409  # the present state refuses it
     assert again.json() == {"name": ["a cluster called 'gpus' already exists"]}
