@@ -149,11 +149,17 @@ class RowPull:
 
 @dataclass(frozen=True)
 class RowReply:
-    rows: list[np.ndarray]  # float32 [len(ids[t]), dim] per table
+    rows: np.ndarray  # float32: every table's [len(ids[t]), dim] rows, one after the other
 
     @property
     def nbytes(self) -> int:
-        return sum(part.nbytes for part in self.rows)
+        return int(self.rows.nbytes)
+
+    def split(self, sizes: list[int], dims: list[int]) -> list[np.ndarray]:
+        """Table t's rows as [sizes[t], dims[t]]."""
+        ends = np.cumsum([n * d for n, d in zip(sizes, dims, strict=True)])[:-1]
+        return [part.reshape(n, d) for part, n, d in
+                zip(np.split(self.rows, ends), sizes, dims, strict=True)]
 
 
 @dataclass(frozen=True)

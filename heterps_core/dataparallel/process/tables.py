@@ -46,18 +46,19 @@ class TableServer:
         if not all(self.shard.ready(t, pull.round) for t in range(len(pull.ids))):
             self.waiting.append(pull)
             return
-        rows = [self.shard.pull(t, torch.from_numpy(ids)).numpy()
-                for t, ids in enumerate(pull.ids)]
-        reply = RowReply(rows)
+        # Every table's rows in one pass and one array: the shard's batched path (a table
+        # set's lookup, gather over all of them), one buffer on the wire.
+        parts = [(t, torch.from_numpy(ids)) for t, ids in enumerate(pull.ids)]
+        reply = RowReply(self.shard.pull_many(parts).numpy())
         summary = summaries[pull.worker]
         summary.bytes_sent += pull.nbytes
         summary.bytes_received += reply.nbytes
         self.send(pull.worker, reply)
 
     def push(self, push: RowPush, summaries: list[WorkerSummary]) -> None:
-        for t, (ids, grads) in enumerate(zip(push.ids, push.grads, strict=True)):
-            self.shard.push(t, push.round, torch.from_numpy(ids),
-                            torch.from_numpy(np.ascontiguousarray(grads)))
+        self.shard.push_many(push.round, [
+            (t, torch.from_numpy(ids), torch.from_numpy(np.ascontiguousarray(grads)))
+            for t, (ids, grads) in enumerate(zip(push.ids, push.grads, strict=True))])
         summaries[push.worker].bytes_sent += push.nbytes
         waiting, self.waiting = self.waiting, []
         for pull in waiting:

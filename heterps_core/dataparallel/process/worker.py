@@ -101,6 +101,7 @@ class _WorkerProcess:
         with tables_on_meta():  # the tables stay on the server
             model = zoo_model.build(spec.model_config, seed=self.cfg.seed)
         specs = detach_tables(model, optim.create(self.cfg.optimizer, self.cfg.lr))
+        self.dims = [spec.dim for spec in specs]  # a row reply's widths, table by table
         stream = shard_stream(zoo_model, spec.model_config, self.cfg, 1 + spec.index)
         # A model without tables has nothing to pull (and no ids to collect with a forward).
         rows = Rows(model, _ServerRows(self), specs) if specs else None
@@ -219,7 +220,8 @@ class _WorkerProcess:
         self.conn.send(RowPull(self.index, round_, [part.numpy() for part in ids]))
         reply = self._recv()
         assert isinstance(reply, RowReply)
-        return [torch.from_numpy(rows) for rows in reply.rows]
+        parts = reply.split([part.numel() for part in ids], self.dims)
+        return [torch.from_numpy(rows) for rows in parts]
 
     def push_rows(self, round_: int, ids: list[torch.Tensor], grads: list[torch.Tensor]) -> None:
         self.conn.send(RowPush(self.index, round_, [part.numpy() for part in ids],
