@@ -158,6 +158,9 @@ class ResourceTypeViewSet(viewsets.ModelViewSet):
         resource_type = services.update(request.user, resource_type, data)
         return Response(ResourceTypeSerializer(resource_type).data)
 
+    # The same body as PUT (every field optional): without this the schema offered the
+    # answer's serializer, with no name pattern nor kind choices.
+    @extend_schema(request=WriteResourceTypeSerializer, responses={200: ResourceTypeSerializer})
     def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         return self.update(request, *args, **kwargs)
 

@@ -120,6 +120,10 @@ class WhatIfSerializer(serializers.Serializer):
     price_per_hour = api_number("price_per_hour", required=False, allow_null=True, default=None)
     count = api_number("count", required=False, allow_null=True, default=None)
 
+    # A new price or a new count (or both): the service refuses neither, naming the price.
+    schema_rules = ({"anyOf": [{"required": [f], "properties": {f: {"not": {"type": "null"}}}}
+                               for f in ("price_per_hour", "count")]},)
+
 
 def _scoped(request: Request, queryset: QuerySet) -> QuerySet:
     return filter_by_query(request.query_params, visible(request.user, queryset), "project")

@@ -409,7 +409,8 @@ def run_what_if(
     check(user, result.project_id, Action.VIEW)
     instance = Instance.from_dict(result.instance)
     if resource not in instance.resource_names:
-        raise ValidationError({"resource": f"no resource {resource!r} in this plan's cluster"})
+        # The stored plan's cluster decides, not the body: the state's refusal (a 409).
+        raise StateRefusal({"resource": f"no resource {resource!r} in this plan's cluster"})
     if price_per_hour is None and count is None:
         raise ValidationError({"price_per_hour": "give a new price or a new count"})
     if price_per_hour is not None and not (math.isfinite(price_per_hour) and price_per_hour > 0):

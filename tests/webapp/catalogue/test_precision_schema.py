@@ -44,3 +44,19 @@ def test_precision_per_kind_is_in_the_schema_and_kept_by_the_server(
         assert (answer.status_code == 201) == stated, (body, answer.content)
         if not stated:
             assert answer.status_code == 400 and "GPU types" in answer.json()["precision"][0]
+
+
+def test_a_patch_states_the_same_fields_as_a_put(personas: Any, login: Any) -> None:
+    # The PATCH once offered the answer's serializer: no name pattern, no kind choices.
+    client = login(personas.member)
+    doc = client.get("/api/schema/?format=json").json()
+    path = doc["paths"]["/api/resource-types/{id}/"]
+    ref = path["patch"]["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+    fields = doc["components"]["schemas"][ref.rsplit("/", 1)[1]]["properties"]
+    assert "pattern" in fields["name"] and "template" in fields
+    made = client.post("/api/resource-types/", {"project": personas.project.pk,
+                                                "template": "gpu-a100", "name": "a100"},
+                       content_type="application/json").json()
+    bad = client.patch(f"/api/resource-types/{made['id']}/", {"name": "-x", "kind": "tpu"},
+                       content_type="application/json")
+    assert bad.status_code == 400 and set(bad.json()) == {"name", "kind"}
