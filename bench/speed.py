@@ -244,13 +244,41 @@ def measure(cases: Sequence[Case], optimizers: Sequence[str], size: str, steps: 
                 continue
             rate, summary = run_case(case, optimizer, size, steps, plans, dp_optimizer, env)
             measured.rates[(case.key, optimizer)].append(rate)
+            held = ""
             if case.kind == "run":
-                held = job_bytes(summary)
                 key = (case.key, optimizer)
-                measured.job_bytes[key] = max(held, measured.job_bytes.get(key, 0))
-            log(f"round {r + 1}: {optimizer} {case.label}: {rate:,.0f} samples/s "
-                f"(load {os.getloadavg()[0]:.2f})")
+                measured.job_bytes[key] = max(job_bytes(summary), measured.job_bytes.get(key, 0))
+                held = f", job {job_bytes(summary) / 1e9:.2f} GB"
+            log(f"round {r + 1}: {optimizer} {case.key}: {rate:,.0f} samples/s "
+                f"(load {os.getloadavg()[0]:.2f}{held}) {case.label}")
     return measured
+
+
+_LOGGED = re.compile(r"^round (\d+): (\w+) (\w+): ([\d,]+) samples/s "
+                     r"\(load ([\d.]+)(?:, job ([\d.]+) GB)?\)")
+_LOGGED_OLD = re.compile(r"^round (\d+): (\w+) (.+): ([\d,]+) samples/s \(load ([\d.]+)\)$")
+_CEILING = re.compile(r"^ceiling .*: ([\d,]+) samples/s")
+
+
+def from_log(text: str) -> tuple[Measured, float | None, list[float]]:
+    """The rates (and peaks), the ceiling and the loads a run's log printed: a report
+    rendered again without measuring (`--from-log`, e.g. when its profile step failed).
+    Lines name a case by its key, or (logs before 2026-12-03 19:00) by its label."""
+    by_label = {c.label: c.key for c in CASES}
+    m, top, loads = Measured(), None, []
+    for line in text.splitlines():
+        found = _LOGGED.match(line) or _LOGGED_OLD.match(line)
+        if found:
+            key = found.group(3) if found.re is _LOGGED else by_label[found.group(3)]
+            m.rates[(key, found.group(2))].append(float(found.group(4).replace(",", "")))
+            loads.append(float(found.group(5)))
+            if found.re is _LOGGED and found.group(6):
+                held = int(float(found.group(6)) * 1e9)
+                m.job_bytes[(key, found.group(2))] = max(held, m.job_bytes.get(
+                    (key, found.group(2)), 0))
+        elif ceiling_line := _CEILING.match(line):
+            top = float(ceiling_line.group(1).replace(",", ""))
+    return m, top, loads
 
 
 def job_bytes(summary: dict[str, object]) -> int:
@@ -441,6 +469,10 @@ def profile_case(case: Case, optimizer: str, size: str, steps: int, plans: dict[
             # (an empty stderr, returncode -11); the command under it did not fail.
             if failed.returncode >= 0 or attempt == PROFILE_ATTEMPTS - 1:
                 raise
+        except ValueError:
+            # The command's JSON never reached py-spy's stdout (seen once, 2026-12-03).
+            if attempt == PROFILE_ATTEMPTS - 1:
+                raise
     rows = summary.get("processes") or []
     assert isinstance(rows, list)
     roles = {int(p["rank"]): str(p["role"]) for p in rows}
@@ -531,6 +563,11 @@ def render(m: Measured, cases: Sequence[Case], optimizers: Sequence[str],
         if not under:
             memory_left = (f"- Production size: the job's processes held {held / 1e9:.2f} GB "
                            f"at their peaks, goal under {JOB_MEMORY_GB:g} GB.")
+    elif m.has("prod", "adam"):
+        lines.append(f"| production size: the job's processes' peak resident memory, summed | "
+                     f"adam | - | under {JOB_MEMORY_GB:g} GB | not logged | - |")
+        memory_left = ("- Production size: the job's memory was not logged by this run (logs "
+                       "from 2026-12-03 19:00 on carry it).")
     lines += [
         "",
         "Correctness (sync mode equals the plain loop within 1e-5) is a test, not a figure: "
@@ -603,6 +640,28 @@ def load_text() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+def render_logged(args: argparse.Namespace, log: Path) -> int:
+    """`--from-log`: the report of a run that measured every round but did not write it."""
+    m, top, loads = from_log(log.read_text())
+    if not m.rates or top is None:
+        raise SystemExit(f"--from-log: {log} holds no complete run (rates and the ceiling)")
+    optimizers = [o for o in args.optimizers.split(",") if any(k[1] == o for k in m.rates)]
+    cases = [c for c in CASES if any(k[0] == c.key for k in m.rates)]
+    rounds = max(len(v) for v in m.rates.values())
+    info = {
+        "date": f"{dt.datetime.fromtimestamp(log.stat().st_mtime, dt.UTC):%Y-%m-%d %H:%M} UTC",
+        "command": f"python bench/speed.py (rendered with --from-log {log.name})",
+        "seconds": "-", "load_start": f"{loads[0]:.2f}", "load_end": f"{loads[-1]:.2f}",
+        "size": args.size, "steps": str(args.steps), "rounds": str(rounds), "quick": "",
+    }
+    note = ("Not recorded: this report was rendered from the measuring run's log "
+            "(`--from-log`), whose profile step failed.")
+    text = render(m, cases, optimizers, top, None, note, dp_has_optimizer(), info)
+    Path(args.out).write_text(text)
+    print(text)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -618,7 +677,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                         f"{', '.join(c.key for c in CASES)})")
     parser.add_argument("--optimizers", default=",".join(OPTIMIZERS))
     parser.add_argument("--out", default=str(ROOT / "docs" / "benchmarks" / "speed.md"))
+    parser.add_argument("--from-log", metavar="FILE",
+                        help="render the report from a run's log (its stderr) instead of "
+                        "measuring; no profiles")
     args = parser.parse_args(argv)
+    if args.from_log:
+        return render_logged(args, Path(args.from_log))
     rounds, steps = (1, 30) if args.quick else (args.rounds, args.steps)
     keys = args.cases.split(",") if args.cases else QUICK if args.quick else [c.key for c in CASES]
     unknown = set(keys) - {c.key for c in CASES}

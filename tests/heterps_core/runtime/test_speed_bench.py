@@ -107,3 +107,23 @@ def test_a_train_dp_profile_names_server_and_workers_even_when_the_roots_title_i
     assert names == {"`train-dp` server (the parameter server)", "`train-dp` worker 1",
                      "`train-dp` worker 2"}
     assert "`heterps run` (the launcher)" in {p.name for p in speed.reduce_profile(raw, {})}
+
+
+def test_a_report_is_rendered_again_from_a_runs_log() -> None:
+    """`--from-log`: the rates, job peaks and ceiling a run printed, both line forms."""
+    speed = load_bench()
+    log = "\n".join([
+        "round 1: adam plain2: 20,000 samples/s (load 1.50) plain loop, 2 threads",
+        "round 1: adam prod: 15,000 samples/s (load 1.60, job 0.75 GB) 2 stages, ...",
+        "round 2: adam plain2: 22,000 samples/s (load 1.40) plain loop, 2 threads",
+        "round 2: adam prod: 11,000 samples/s (load 1.30, job 0.80 GB) 2 stages, ...",
+        "round 1: sgd plain loop, 2 threads: 30,000 samples/s (load 2.00)",  # before 19:00
+        "ceiling (dense forward + backward, 2 threads): 44,764 samples/s",
+        "profiled 1 stage, `cpu:2`",
+    ])
+    m, top, loads = speed.from_log(log)
+    assert m.rates[("plain2", "adam")] == [20000.0, 22000.0]
+    assert m.rates[("plain2", "sgd")] == [30000.0]
+    assert m.paired("prod", "adam") == pytest.approx((0.75 + 0.5) / 2)
+    assert m.job_bytes[("prod", "adam")] == 800_000_000
+    assert top == 44764.0 and loads == [1.5, 1.6, 1.4, 1.3, 2.0]
