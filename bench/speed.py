@@ -589,6 +589,7 @@ def render(m: Measured, cases: Sequence[Case], optimizers: Sequence[str],
             "`recv` or `take (runtime/wire.py)` is a thread with nothing to do. The template "
             "process that forks the job processes is left out.",
             "",
+            *([profile_note, ""] if profile_note.startswith("Not recorded for") else []),
         ]
         for key, run in profiles.items():
             lines += [f"### {label_of(key)}, {run.optimizer} ({run.samples_per_s:,.0f} "
@@ -708,14 +709,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         note = ("Skipped: `--no-profile`." if args.no_profile else
                 "Skipped: py-spy is not installed (`.venv/bin/pip install -e '.[dev]'`).")
         profiles = None
+        missing: list[str] = []
         if spy:
             profiles = {}
             for case in (c for c in cases if c.profiled):
                 optimizer = optimizers[0] if case.kind != "dp" or dp_optimizer else "sgd"
-                profiles[case.key] = profile_case(case, optimizer, args.size,
-                                                  args.profile_steps or steps, plans,
-                                                  dp_optimizer, env, spy, folder)
+                try:
+                    profiles[case.key] = profile_case(case, optimizer, args.size,
+                                                      args.profile_steps or steps, plans,
+                                                      dp_optimizer, env, spy, folder)
+                except (CommandFailed, ValueError) as failed:
+                    # The rounds are measured: report them, and say which profile is missing.
+                    log(f"profile of {case.label} failed: {str(failed)[:300]}")
+                    missing.append(case.label)
+                    continue
                 log(f"profiled {case.label}")
+            if missing:
+                note = "Not recorded for: " + ", ".join(missing) + " (py-spy failed)."
     info = {
         "date": f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC",
         "command": ("python bench/speed.py " + " ".join(argv if argv is not None
