@@ -153,7 +153,8 @@ def compile_run(config: RunConfig) -> JobSpec:
     _check_rounds(spec, config.checkpoint_every)
     spec = assignment.in_process_shards(spec, [ref.layer for ref in sparse_tables(model)])
     # The cores this machine's processes leave idle go to the busiest one (runtime/threads.py).
-    spec = with_threads(spec, rank_threads(spec.ranks, config.plan, train.sync, machine_cores()))
+    cores = machine_cores()
+    spec = with_threads(spec, rank_threads(spec.ranks, config.plan, train.sync, cores), cores)
     resume = _resume_from(spec, config)
     return replace(spec, start_step=resume.step, resume_skipped=resume.skipped)
 

@@ -27,8 +27,9 @@ from heterps_core.zoo.data import held_out_batch, indexed_batches
 
 KINDS = ("synthetic", "criteo")
 # Mini-batches a job process makes ahead: enough to cover a slow one, few enough that the
-# queue's memory (a few batches of inputs) does not matter. HETERPS_INPUT_AHEAD=0 makes them
-# on the stage's own thread (as before; for measuring the difference).
+# queue's memory (a few batches of inputs) does not matter. The compile step makes it 0 where
+# the job's threads hold every core (threads.input_ahead); HETERPS_INPUT_AHEAD overrides both
+# (for measuring the difference).
 AHEAD = 2
 AHEAD_ENV = "HETERPS_INPUT_AHEAD"
 
@@ -68,10 +69,13 @@ def replica_batches(
     return Prefetched(batches, ahead, name="heterps-input") if ahead > 0 else batches
 
 
-def job_ahead() -> int:
-    """How many mini-batches a job process makes ahead (read when its stream starts: the
-    template that forked it read no environment of its)."""
-    return int(os.environ.get(AHEAD_ENV, AHEAD))
+def job_ahead(sized: int | None = None) -> int:
+    """How many mini-batches a job process makes ahead: HETERPS_INPUT_AHEAD when set (read
+    when its stream starts: the template that forked it read no environment of its), else
+    what the compile step sized (`RankSpec.ahead`, runtime/threads.py), else `AHEAD`."""
+    if AHEAD_ENV in os.environ:
+        return int(os.environ[AHEAD_ENV])
+    return AHEAD if sized is None else sized
 
 
 def held_out(train: TrainSettings, zoo: ZooModel, config: ModelConfig) -> Batch | None:

@@ -46,6 +46,9 @@ class RankSpec:
     host: int = -1
     # Intra-op threads the compile step sized it to (runtime/threads.py); 0: its target's.
     threads: int = 0
+    # Mini-batches its input thread makes ahead, sized with the threads (threads.input_ahead);
+    # None: not sized here (a remote rank), datasource.AHEAD.
+    ahead: int | None = None
 
     def describe(self) -> str:
         if self.role == "ps":

@@ -169,7 +169,7 @@ class StageWorker:
         k, start = self.replicas, self.spec.start_step
         first = start + (self.me.replica - start) % k
         return replica_batches(self.spec.train, self.zoo, self.config, start=first, step=k,
-                               ahead=job_ahead())
+                               ahead=job_ahead(self.me.ahead))
 
     def forward_part(self, m: int, round_: int, batch: Batch | None, more: bool) -> _InFlight:
         """Every micro-batch forward (and, on the last stage, its backward too).

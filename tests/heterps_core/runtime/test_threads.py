@@ -13,10 +13,17 @@ from heterps_core.instance import Instance
 from heterps_core.plan import Plan, ServerPlacement
 from heterps_core.runtime.binding import Target, parse_binding, parse_target
 from heterps_core.runtime.compile import compile_run
+from heterps_core.runtime.datasource import AHEAD
 from heterps_core.runtime.launcher import RunConfig, launch
 from heterps_core.runtime.reference import train_plain
 from heterps_core.runtime.spec import layout, stages_from_plan
-from heterps_core.runtime.threads import busy_shares, machine_cores, rank_threads, size_threads
+from heterps_core.runtime.threads import (
+    busy_shares,
+    input_ahead,
+    machine_cores,
+    rank_threads,
+    size_threads,
+)
 
 
 def test_the_busiest_process_takes_the_whole_cores_the_others_leave_idle() -> None:
@@ -80,6 +87,23 @@ def test_only_this_machines_unpinned_cpu_processes_are_resized() -> None:
     hosted = layout(stages, {"cpu": Target("cpu"), "cpu-b": Target("cpu")}, 1)
     hosted = (*hosted[:2], replace(hosted[2], host=0))
     assert rank_threads(hosted, served, "async", cores=4) == {0: 1, 1: 3}  # 0.75 + 1.0 busy
+
+
+def test_input_is_made_ahead_only_on_a_core_the_threads_leave_idle() -> None:
+    assert input_ahead({0: 1, 1: 1}, cores=4) == AHEAD  # pinned cpu:1 stages on a big machine
+    assert input_ahead({0: 2, 1: 1}, cores=2) == 0  # 1 stage cpu:2 and its shard: all taken
+    assert input_ahead({0: 1, 1: 1}, cores=2) == 0
+    # The rule above gives the busiest process every whole idle core: nothing is left over.
+    plan = _plan(0.01, 0.04)
+    ranks = layout(stages_from_plan(plan), {"cpu": Target("cpu"), "cpu-b": Target("cpu")}, 1)
+    assert input_ahead(rank_threads(ranks, plan, "async", cores=8), cores=8) == 0
+
+
+def test_the_compiled_ranks_carry_the_ahead_their_stage_reads(jobs) -> None:
+    plan = _plan(0.005, 0.09)
+    spec = compile_run(RunConfig(plan=plan, train=jobs.settings(8)))
+    sized = {r.rank: r.threads for r in spec.ranks if r.threads}
+    assert {r.ahead for r in spec.ranks if r.threads} == {input_ahead(sized, machine_cores())}
 
 
 @pytest.mark.skipif(machine_cores() < 2, reason="one core: nothing to give")
