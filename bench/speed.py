@@ -63,6 +63,8 @@ OPTIMIZERS = ("adam", "sgd")
 BASELINE = "plain2"  # every ratio is against the plain loop on 2 threads
 PROFILE_TOP = 4  # functions listed per thread
 TEMPLATE = "template"
+# From this line on the report is written by hand and kept across runs (write_report).
+READING = "<!-- reading: written by hand, kept by bench/speed.py -->"
 
 
 @dataclass(frozen=True)
@@ -658,9 +660,19 @@ def render_logged(args: argparse.Namespace, log: Path) -> int:
     note = ("Not recorded: this report was rendered from the measuring run's log "
             "(`--from-log`), whose profile step failed.")
     text = render(m, cases, optimizers, top, None, note, dp_has_optimizer(), info)
-    Path(args.out).write_text(text)
+    write_report(Path(args.out), text)
     print(text)
     return 0
+
+
+def write_report(out: Path, text: str) -> None:
+    """Write the report, keeping the hand-written reading (what would close each gap) that
+    follows `READING` in the file it replaces: the figures change with every run, the
+    reading only when someone has re-read them."""
+    old = out.read_text() if out.exists() else ""
+    kept = old[old.index(READING):] if READING in old else ""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text + ("\n" + kept if kept else ""))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -735,9 +747,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "steps": str(steps), "rounds": str(rounds), "quick": "yes" if args.quick else "",
     }
     text = render(m, cases, optimizers, top, profiles, note, dp_optimizer, info)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text)
+    write_report(Path(args.out), text)
     print(text)
     return 0
 

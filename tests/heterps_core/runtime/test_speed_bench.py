@@ -127,3 +127,14 @@ def test_a_report_is_rendered_again_from_a_runs_log() -> None:
     assert m.paired("prod", "adam") == pytest.approx((0.75 + 0.5) / 2)
     assert m.job_bytes[("prod", "adam")] == 800_000_000
     assert top == 44764.0 and loads == [1.5, 1.6, 1.4, 1.3, 2.0]
+
+
+def test_a_new_report_keeps_the_hand_written_reading_of_the_one_it_replaces(tmp_path) -> None:
+    speed = load_bench()
+    out = tmp_path / "speed.md"
+    speed.write_report(out, "# figures 1\n")
+    assert out.read_text() == "# figures 1\n"  # nothing to keep yet
+    reading = f"{speed.READING}\n## Reading\nthe dense stage caps it\n"
+    out.write_text(f"# figures 1\n\n{reading}")
+    speed.write_report(out, "# figures 2\n")
+    assert out.read_text() == f"# figures 2\n\n{reading}"
