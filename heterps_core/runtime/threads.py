@@ -94,7 +94,7 @@ def input_ahead(threads: Mapping[int, int], cores: int) -> int:
     they leave a core idle, else 0 (inline). The thread overlaps a stage's waits only on a
     core of its own; with every core held by intra-op threads it takes turns with them, and
     torch's pool waits for the thread it displaced: measured on 2 cores, inline ran 1.16x
-    (SGD) and 1.10x (Adam) of ahead for 1 stage `cpu:2` (docs/runtime.md)."""
+    (SGD) and 1.09x (Adam) of ahead for 1 stage `cpu:2` (docs/runtime.md)."""
     return AHEAD if sum(threads.values()) < cores else 0
 
 
