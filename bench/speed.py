@@ -665,12 +665,12 @@ def render_logged(args: argparse.Namespace, log: Path) -> int:
     return 0
 
 
-def write_report(out: Path, text: str) -> None:
+def write_report(out: Path, text: str, marker: str = READING) -> None:
     """Write the report, keeping the hand-written reading (what would close each gap) that
-    follows `READING` in the file it replaces: the figures change with every run, the
+    follows `marker` in the file it replaces: the figures change with every run, the
     reading only when someone has re-read them."""
     old = out.read_text() if out.exists() else ""
-    kept = old[old.index(READING):] if READING in old else ""
+    kept = old[old.index(marker):] if marker in old else ""
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text + ("\n" + kept if kept else ""))
 
