@@ -26,7 +26,7 @@ from typing import Protocol
 import torch
 
 from heterps_core.ps import optim
-from heterps_core.ps.remote import BatchRows, Fetch, RemoteTable, collect_ids, replace_table
+from heterps_core.ps.remote import BatchRows, Fetch, RemoteTable, collect_rows, replace_table
 from heterps_core.ps.rowinit import WeightRows
 from heterps_core.ps.shard import Shard, TableSpec
 from heterps_core.runtime.tables import sparse_tables
@@ -90,7 +90,7 @@ class Rows:
 
     def begin(self, round_: int, forward: Callable[[], object]) -> None:
         """Pull the rows `forward` (the model on this step's inputs) will look up."""
-        distinct = [BatchRows.of(ids) for ids in collect_ids(self.tables, forward)]
+        distinct = collect_rows(self.tables, forward)
         values = self.source.pull(round_, [ids for ids, _ in distinct])
         self.batch = [BatchRows(ids, rows, inverse)
                       for (ids, inverse), rows in zip(distinct, values, strict=True)]

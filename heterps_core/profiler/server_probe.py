@@ -33,12 +33,12 @@ class ServerProbe:
         raise RuntimeError(f"table {table}: a lookup outside the rows pulled for the batch")
 
     def pull(self, layer_index: int, layer: Any, x: object) -> list[Any] | None:
-        from heterps_core.ps.remote import BatchRows, collect_ids
+        from heterps_core.ps.remote import BatchRows, collect_rows
 
         remotes = self.by_layer.get(layer_index)
         if not remotes:
             return None
-        distinct = [BatchRows.of(ids) for ids in collect_ids(remotes, lambda: layer.run(x))]
+        distinct = collect_rows(remotes, lambda: layer.run(x))
         t0 = time.perf_counter()
         values = [self.shard.pull(r.table, ids) for r, (ids, _) in zip(remotes, distinct,
                                                                         strict=True)]

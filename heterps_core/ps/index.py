@@ -114,9 +114,37 @@ class RowIndex:
         self.insert(keys, slots)
 
 
-def distinct(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted distinct keys and where each key is among them (np.unique's hash path and
-    searchsorted are each several times slower than a sort here)."""
+# A mini-batch's distinct ids are found by marking them in an array over the table's rows
+# while the table has at most this many rows per id looked up.
+DIRECT_ROWS_PER_KEY = 16
+
+
+def distinct(keys: np.ndarray, below: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct keys and where each key is among them.
+
+    `below`: the keys' bound when known (a table's row count). While that is small beside
+    the keys (CTR-DNN `small`: 26,000 ids of 260,000 rows), marking them in an array of that
+    size finds them 3-4x faster than a sort (0.35 against 1.2 ms here), and gives the same
+    answer; keys outside [0, below) take the sort, so a bad id fails where it did.
+    """
+    if below is not None and keys.size > 0 and below <= DIRECT_ROWS_PER_KEY * keys.size:
+        low, high = int(keys.min()), int(keys.max())
+        if low >= 0 and high < below:
+            return _distinct_marked(keys, high + 1)
+    return _distinct_sorted(keys)
+
+
+def _distinct_marked(keys: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
+    seen = np.zeros(bound, dtype=bool)
+    seen[keys] = True
+    unique = np.flatnonzero(seen)
+    position = np.empty(bound, dtype=np.int64)  # read only where a key is
+    position[unique] = np.arange(unique.size)
+    return unique, position[keys]
+
+
+def _distinct_sorted(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    # np.unique's hash path and searchsorted are each several times slower than a sort here.
     order = np.argsort(keys)
     ordered = keys[order]
     first = np.empty(ordered.size, dtype=bool)

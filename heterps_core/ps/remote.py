@@ -42,9 +42,12 @@ class BatchRows:
         self._cursor = 0
 
     @classmethod
-    def of(cls, looked_up: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(sorted distinct ids, inverse) of the ids a mini-batch looks up, in order."""
-        keys, inverse = distinct(looked_up.detach().reshape(-1).to("cpu", torch.int64).numpy())
+    def of(cls, looked_up: torch.Tensor, rows: int | None = None
+           ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(sorted distinct ids, inverse) of the ids a mini-batch looks up, in order; `rows`:
+        the table's row count, when known (ps/index.py: `distinct`)."""
+        keys, inverse = distinct(looked_up.detach().reshape(-1).to("cpu", torch.int64).numpy(),
+                                 rows)
         return torch.from_numpy(keys), torch.from_numpy(inverse)
 
     def local(self, ids: torch.Tensor) -> torch.Tensor | None:
@@ -90,7 +93,7 @@ class RemoteTable(nn.Module):
             self.collected.append(ids.detach().reshape(-1))
             return self._placeholder(ids, offsets)
         if self.rows is None:
-            unique, inverse = BatchRows.of(ids)
+            unique, inverse = BatchRows.of(ids, self.num_embeddings)
             self.rows = BatchRows(unique, self.fetch(self.table, unique), inverse)
         local = self.rows.local(ids)
         if local is None:
@@ -132,6 +135,13 @@ def swap_in(model: nn.Module, paths: list[str], fetch: Fetch) -> list[RemoteTabl
 
 class _Collected(Exception):
     """Ends a collecting forward pass after the last table's lookup."""
+
+
+def collect_rows(remotes: list[RemoteTable], forward: Callable[[], Any]
+                 ) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """`BatchRows.of` each table's ids in `forward` (`collect_ids`): what one pull asks for."""
+    return [BatchRows.of(ids, remote.num_embeddings)
+            for remote, ids in zip(remotes, collect_ids(remotes, forward), strict=True)]
 
 
 def collect_ids(remotes: list[RemoteTable], forward: Callable[[], Any]) -> list[torch.Tensor]:

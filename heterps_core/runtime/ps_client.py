@@ -19,7 +19,7 @@ import torch
 import torch.distributed as dist
 
 from heterps_core.ps.cache import RowCache
-from heterps_core.ps.remote import BatchRows, RemoteTable, collect_ids, replace_table
+from heterps_core.ps.remote import BatchRows, RemoteTable, collect_rows, replace_table
 from heterps_core.runtime.metrics import Clock
 from heterps_core.runtime.ps_inprocess import InProcessShards
 from heterps_core.runtime.spec import JobSpec
@@ -84,7 +84,7 @@ class PSClient:
         order), so the rows are those a later pull would get."""
         if self.local is not None or self.caches:
             return
-        distinct = [BatchRows.of(ids) for ids in collect_ids(self.tables, forward)]
+        distinct = collect_rows(self.tables, forward)
         self._ahead = (round_, distinct, self._request([ids for ids, _ in distinct], round_))
 
     def begin(self, round_: int, forward: Callable[[], object],
@@ -99,7 +99,7 @@ class PSClient:
             assert ahead == round_, f"prefetched round {ahead}, began {round_}"
             values = self._receive(pull)
         else:
-            distinct = [BatchRows.of(ids) for ids in collect_ids(self.tables, forward)]
+            distinct = collect_rows(self.tables, forward)
             if self.caches and training:
                 values = self._pull_cached(distinct, round_)
             else:

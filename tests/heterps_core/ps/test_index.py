@@ -1,11 +1,12 @@
-"""The id -> slot index against a dict, through growth, collisions and rebuilds."""
+"""The id -> slot index against a dict, through growth, collisions and rebuilds; a mini-batch's
+distinct ids with and without a bound."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from heterps_core.ps.index import RowIndex
+from heterps_core.ps.index import RowIndex, distinct
 
 
 def test_lookups_match_a_dict_through_growth() -> None:
@@ -58,3 +59,27 @@ def test_items_in_slot_order_and_rebuild() -> None:
 def test_a_bad_load_factor_is_refused() -> None:
     with pytest.raises(ValueError, match="max_load"):
         RowIndex(max_load=0.99)
+
+
+@pytest.mark.parametrize("below", [None, 300, 5_000, 10**9])
+def test_distinct_with_a_bound_gives_the_sorts_answer(below: int | None) -> None:
+    # Marking (a small bound) and sorting (none, or one too large to mark) agree, repeats
+    # and order included: the pull and the lookups' positions depend on both.
+    rng = np.random.default_rng(3)
+    keys = rng.integers(0, 300, size=2_000).astype(np.int64)
+    unique, inverse = distinct(keys, below)
+    assert np.array_equal(unique, np.unique(keys))
+    assert np.array_equal(unique[inverse], keys)
+
+
+@pytest.mark.parametrize("bad", [-1, 300])
+def test_distinct_falls_back_to_the_sort_for_keys_outside_the_bound(bad: int) -> None:
+    keys = np.array([5, bad, 5, 7], dtype=np.int64)
+    unique, inverse = distinct(keys, below=300)
+    assert np.array_equal(unique, np.unique(keys))
+    assert np.array_equal(unique[inverse], keys)
+
+
+def test_distinct_of_no_keys_is_empty() -> None:
+    unique, inverse = distinct(np.empty(0, dtype=np.int64), below=10)
+    assert unique.size == inverse.size == 0
