@@ -328,7 +328,9 @@ def py_spy() -> str | None:
 @dataclass(frozen=True)
 class ThreadProfile:
     name: str  # Python's name of the thread (MainThread, Thread-2 (_run), ...)
-    shares: list[tuple[str, float]]  # function -> share of the thread's samples
+    shares: list[tuple[str, float]]  # function -> share of the thread's samples (the top ones)
+    samples: int = 0
+    busy: int = 0  # samples not waiting (every function's, not only the top ones)
 
 
 @dataclass(frozen=True)
@@ -388,16 +390,20 @@ def reduce_profile(raw: str, roles: dict[int, str], dp: bool = False) -> list[Pr
         profiles = []
         for name, counter in threads.items():
             total = sum(counter.values())
+            busy = sum(c for label, c in counter.items() if not waiting(label))
             profiles.append(ThreadProfile(name, [(label, c / total) for label, c
-                                                 in counter.most_common(PROFILE_TOP)]))
-        profiles.sort(key=lambda t: -working(t))
+                                                 in counter.most_common(PROFILE_TOP)],
+                                          total, busy))
+        # By busy samples, not shares: a thread that lived a moment (a launcher's import
+        # thread) is all work, yet did little of it.
+        profiles.sort(key=lambda t: -t.busy)
         out.append(ProcessProfile(names[pid], profiles))
     return sorted(out, key=lambda p: p.name)
 
 
 def working(thread: ThreadProfile) -> float:
-    """The share of a thread's samples (among its top functions) not spent waiting."""
-    return sum(share for label, share in thread.shares if not waiting(label))
+    """The share of a thread's samples not spent waiting."""
+    return thread.busy / thread.samples if thread.samples else 0.0
 
 
 def waiting(label: str) -> bool:
@@ -585,7 +591,8 @@ def render(m: Measured, cases: Sequence[Case], optimizers: Sequence[str],
             "One more run of each case under `py-spy record --idle --threads --subprocesses "
             "--rate 100` (sampling slows it: its samples/s is beside the name), from the "
             "command's start (the launcher's rows include its imports). Per process and "
-            f"thread (the busiest first), the {PROFILE_TOP} functions most of the thread's "
+            "thread (the most samples not waiting first, its samples and the share of them not "
+            f"waiting beside it), the {PROFILE_TOP} functions most of the thread's "
             "samples fell in; a function is the deepest frame of `heterps_core`, `>` the "
             "innermost frame beside it. Waiting counts too (`--idle`): a `wait`, `select`, "
             "`recv` or `take (runtime/wire.py)` is a thread with nothing to do. The template "
@@ -600,7 +607,8 @@ def render(m: Measured, cases: Sequence[Case], optimizers: Sequence[str],
                 lines.append(f"- **{proc.name}**")
                 for thread in proc.threads:
                     shares = "; ".join(f"{label} {share:.0%}" for label, share in thread.shares)
-                    lines.append(f"  - {thread.name}: {shares}")
+                    lines.append(f"  - {thread.name} ({thread.samples:,} samples, "
+                                 f"{working(thread):.0%} busy): {shares}")
             lines.append("")
     lines += ["## What is left", ""]
     if info.get("quick"):
@@ -627,9 +635,9 @@ def hint(goal: Goal, profiles: dict[str, Profiled] | None) -> str:
     if not profiles or key not in profiles:
         return ""
     profile = profiles[key]
-    # A launcher's import thread ends early; only the job's own processes explain a gap.
+    # Only the job's own processes explain a gap (the launcher waits on them).
     procs = [p for p in profile.processes if "launcher" not in p.name] or profile.processes
-    busiest = max(procs, key=lambda p: working(p.busiest()))
+    busiest = max(procs, key=lambda p: p.busiest().busy)
     top = ", ".join(f"{label} {share:.0%}" for label, share in busiest.busiest().shares[:3])
     return (f" Busiest thread (profiled with {profile.optimizer}): {busiest.name}, "
             f"{busiest.busiest().name}: {top}.")

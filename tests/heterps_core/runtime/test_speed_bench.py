@@ -70,6 +70,8 @@ def test_profiles_are_shares_of_each_threads_samples_named_by_the_heartbeats_ran
         "backward (torch/_tensor.py:1) 40",
         f"{worker};thread (0x2): MainThread;run (heterps_core/runtime/stage.py:9) 10",
         f"{worker};thread (0x6): heartbeat-1;_run (heterps_core/runtime/liveness.py:5) 50",
+        # A thread that lived a moment: all its samples work, yet it did little.
+        f"{worker};thread (0x7): Thread-3;<module> (heterps_core/zoo/data.py:1) 5",
         f"{kept};thread (0x3): MainThread;serve (heterps_core/runtime/ps.py:5) 20",
         f"{kept};thread (0x3): MainThread;serve (heterps_core/runtime/ps.py:5);"
         "select (selectors.py:4) 30",
@@ -81,7 +83,10 @@ def test_profiles_are_shares_of_each_threads_samples_named_by_the_heartbeats_ran
     assert set(procs) == {"`heterps run` (the launcher)", "stage 1 (rank 1)",
                           "ps shard 0 (rank 0)"}
     stage = procs["stage 1 (rank 1)"]
-    assert [t.name for t in stage.threads] == ["MainThread", "heartbeat-1"]  # busiest first
+    # The most samples not waiting first, not the largest share of them.
+    assert [t.name for t in stage.threads] == ["MainThread", "Thread-3", "heartbeat-1"]
+    assert (stage.busiest().samples, stage.busiest().busy) == (50, 50)
+    assert speed.working(stage.threads[1]) == 1.0
     assert stage.busiest().shares == [
         ("run (runtime/stage.py) > backward (torch/_tensor.py)", 0.8),
         ("run (runtime/stage.py)", 0.2)]
@@ -89,6 +94,31 @@ def test_profiles_are_shares_of_each_threads_samples_named_by_the_heartbeats_ran
     assert shard.shares == [("serve (runtime/ps.py) > select (selectors.py)", 0.6),
                             ("serve (runtime/ps.py)", 0.4)]
     assert speed.working(shard) == pytest.approx(0.4)
+    assert (shard.samples, shard.busy) == (50, 20)
+
+
+def test_a_gap_is_explained_by_the_thread_that_worked_most_not_one_that_lived_a_moment() -> None:
+    # stop 33's report named a train-dp worker's import thread (5 samples, all of them
+    # working) as the busiest, over the workers' main threads.
+    speed = load_bench()
+    worker = ('process 5:"";process {pid}:'
+              '"python -m heterps_core.dataparallel.process.worker h:1 {i}"')
+    raw = "\n".join([
+        'process 5:"";thread (0x1): MainThread;serve (heterps_core/dataparallel/x.py:1);'
+        "select (selectors.py:4) 90",
+        f"{worker.format(pid=7, i=0)};thread (0x2): thread;<module> "
+        "(heterps_core/dataparallel/modes/base.py:1) 5",
+        f"{worker.format(pid=7, i=0)};thread (0x3): MainThread;step "
+        "(heterps_core/dataparallel/worker.py:2) 40",
+        f"{worker.format(pid=8, i=1)};thread (0x4): MainThread;step "
+        "(heterps_core/dataparallel/worker.py:2) 60",
+    ])
+    processes = speed.reduce_profile(raw, {}, dp=True)
+    profiles = {"dp": speed.Profiled("adam", 1.0, processes)}
+    goal = next(g for g in speed.GOALS if g.case == "dp")
+    assert speed.hint(goal, profiles) == (
+        " Busiest thread (profiled with adam): `train-dp` worker 2, MainThread: "
+        "step (dataparallel/worker.py) 100%.")
 
 
 def test_a_train_dp_profile_names_server_and_workers_even_when_the_roots_title_is_empty() -> None:
