@@ -6,7 +6,8 @@
     .venv/bin/python bench/ps.py scale [--steps 100]
     .venv/bin/python bench/ps.py profile [--steps 600] [--label before] [--rate 100]
     .venv/bin/python bench/ps.py cache [--steps 200] [--repeats 2] [--rows 100000] [--staleness 2]
-    .venv/bin/python bench/ps.py messages [--old /tmp/ps-old] [--rounds 3] [--messages 200] [--spy]
+    .venv/bin/python bench/ps.py messages [--old /tmp/ps-old [--old-is TEXT]] [--rounds 3]
+                                          [--messages 200] [--spy]
 
 `messages`: one shard's time per message on CTR-DNN `small` traffic (26 tables, dim 10,
 mini-batches of 1,000: each table's distinct ids of a mini-batch), async, one thread, as
@@ -47,6 +48,7 @@ import json
 import os
 import re
 import resource
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -599,7 +601,8 @@ def _spy_shares(raw: Path) -> tuple[float, Counter[str], Counter[str]]:
     return total, incl, own
 
 
-def bench_messages(old: Path | None, rounds: int, messages: int, warmup: int, spy: bool) -> str:
+def bench_messages(old: Path | None, rounds: int, messages: int, warmup: int, spy: bool,
+                   old_is: str) -> str:
     started = dt.datetime.now(dt.UTC)
     load = _load()
     trees = {"new": ROOT} if old is None else {"old": old, "new": ROOT}
@@ -635,7 +638,8 @@ def bench_messages(old: Path | None, rounds: int, messages: int, warmup: int, sp
     text = (
         "## Messages: one shard's pull and push per mini-batch\n\n"
         f"Measured {started:%Y-%m-%d %H:%M} UTC with `python bench/ps.py messages"
-        f"{f' --old {old}' if old else ''} --rounds {rounds} --messages {messages}"
+        f"{f' --old {old} --old-is {shlex.quote(old_is)}' if old else ''} --rounds {rounds}"
+        f" --messages {messages}"
         f"{' --spy' if spy else ''}`; load average at start {load}, at end {_load()} (2 cores "
         "shared with other engineers' work: read the paired ratios, not the times).\n\n"
         f"A shard holding CTR-DNN `small`'s 26 tables (dim 10), async, one thread, serves "
@@ -644,9 +648,8 @@ def bench_messages(old: Path | None, rounds: int, messages: int, warmup: int, sp
         "all, one flat reply) and a push of a gradient row for each (one optimiser update of "
         "every table), as its server calls it. Median time per message over the mini-batches "
         f"of a run, best of {rounds} runs; one process per run, the trees alternated. *old*: "
-        "the code before the one-pass shard, serving the tables one by one; *new*: "
-        "`Shard.pull_many` / `push_many`. Old / new: (old pull+push) / (new pull+push) of "
-        "each round.\n\n" + "\n".join(lines) + "\n"
+        f"{old_is}; *new*: this tree's `Shard.pull_many` / `push_many`. Old / new: (old "
+        "pull+push) / (new pull+push) of each round.\n\n" + "\n".join(lines) + "\n"
     )
     if spy:
         text += _messages_profile(trees, messages, warmup)
@@ -696,6 +699,8 @@ def main() -> None:
     prof.add_argument("--rate", type=int, default=100)
     msgs = sub.add_parser("messages", help="one shard's time per pull and push message")
     msgs.add_argument("--old", type=Path, default=None)
+    msgs.add_argument("--old-is", default="the checkout `--old` names",
+                      help="what the old tree is, for the report")
     msgs.add_argument("--rounds", type=int, default=3)
     msgs.add_argument("--messages", type=int, default=200)
     msgs.add_argument("--warmup", type=int, default=100)
@@ -717,7 +722,7 @@ def main() -> None:
         return
     if args.part == "messages":
         write_section("messages", bench_messages(args.old, args.rounds, args.messages,
-                                                 args.warmup, args.spy))
+                                                 args.warmup, args.spy, args.old_is))
         print(f"wrote {DOC}")
         return
     if args.part == "cache":

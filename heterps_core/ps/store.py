@@ -58,9 +58,13 @@ class RowStore:
         self.shared = index is not None
         self.steps = 0  # updates applied (the optimiser's step count)
         self.evicted = 0
+        # Moves whenever a held row may lose its slot (an eviction, a reset, a restore):
+        # slots remembered across calls are good only while it stands still.
+        self.generation = 0
         self._reset()
 
     def _reset(self) -> None:
+        self.generation += 1
         if self.shared:
             keys, slots = self.index.items()
             others = ~self.mine(keys)
@@ -186,6 +190,7 @@ class RowStore:
             self.free = np.sort(np.concatenate([self.free, slots[drop]]))
             self.evicted += dropped
             self.count -= dropped
+            self.generation += 1
         return dropped
 
     # --- checkpoints -----------------------------------------------------------------------

@@ -8,9 +8,15 @@ tagged with its table), one call making the new rows of every table (`RowInit` t
 kind and scale differ only by seed), one gather into a block, one optimiser update and one
 scatter back. Each table keeps its own arena, slots, step count and checkpoint (`RowStore`),
 so the gather and scatter are one index op per table into views of the block.
+
+A push comes back with the ids its pull asked for, so it takes the slots that pull looked up
+(`_Pulled`) instead of a second hash pass, as long as no row has changed slots since.
 """
 
 from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -24,6 +30,16 @@ _ID_MASK = np.int64((1 << TABLE_SHIFT) - 1)
 
 # (store, start, stop): a table's rows within a message's flat arrays.
 Segment = tuple[RowStore, int, int]
+
+# Pulls whose slots a push may reuse: a pipeline has a few mini-batches in flight.
+RECENT_PULLS = 8
+
+
+@dataclass(frozen=True, eq=False)  # compared by identity: `deque.remove`
+class _Pulled:
+    keys: np.ndarray
+    slots: torch.Tensor
+    generation: int  # the stores' generations summed when it was looked up
 
 
 class TableSet:
@@ -48,11 +64,13 @@ class TableSet:
         self.width = self.stores[0].width if self.stores else dim
         self._tags = np.array([s.tag for s in self.stores], dtype=np.int64)
         self._block = torch.empty(0, self.width)  # a push's rows and state, reused
+        self._pulled: deque[_Pulled] = deque(maxlen=RECENT_PULLS)
 
     def pull(self, parts: list[tuple[int, torch.Tensor]]) -> torch.Tensor:
         """Rows [sum of len(ids), dim] of every (table, ids) in `parts`, one after the other."""
         keys, segments = self._keys([(t, ids) for t, ids in parts])
         slots = self._slots(keys, segments)
+        self._pulled.append(_Pulled(keys, slots, self._generation()))
         out = torch.empty(keys.size, self.dim)
         rows = slice(0, self.dim)
         for store, a, b in segments:
@@ -135,6 +153,22 @@ class TableSet:
             store.touch(out[a:b])
         return out
 
+    def _generation(self) -> int:
+        return sum(store.generation for store in self.stores)
+
+    def _pulled_slots(self, keys: np.ndarray, segments: list[Segment]) -> torch.Tensor | None:
+        """The slots a recent pull looked up for exactly `keys`, if they still hold those
+        rows (no store's generation moved since); touched again for this update."""
+        generation = self._generation()
+        for pulled in self._pulled:
+            if (pulled.generation == generation and pulled.keys.size == keys.size
+                    and np.array_equal(pulled.keys, keys)):
+                self._pulled.remove(pulled)
+                for store, a, b in segments:
+                    store.touch(pulled.slots[a:b])
+                return pulled.slots
+        return None
+
     def _first_rows(self, keys: np.ndarray, runs: list[Segment]) -> torch.Tensor:
         ids = keys & _ID_MASK
         inits = [store.init for store, _, _ in runs]
@@ -146,7 +180,9 @@ class TableSet:
                           for store, a, b in runs])
 
     def _update(self, keys: np.ndarray, grads: torch.Tensor, segments: list[Segment]) -> None:
-        slots = self._slots(keys, segments)
+        slots = self._pulled_slots(keys, segments)
+        if slots is None:
+            slots = self._slots(keys, segments)
         if self._block.shape[0] < keys.size:
             self._block = torch.empty(max(keys.size, 2 * self._block.shape[0]), self.width)
         block = self._block[: keys.size]

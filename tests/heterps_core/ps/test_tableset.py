@@ -112,3 +112,65 @@ def test_eviction_and_checkpoints_stay_per_table(tmp_path: Path) -> None:
     for t in range(TABLES):
         ids = torch.arange(VOCAB)
         assert torch.equal(resumed.pull(t, ids), server.pull(t, ids))
+
+
+def _count_lookups(server: Shard) -> list[int]:
+    """How many hash passes each table set's index makes from now on (the real index,
+    counted)."""
+    counts = [0] * len(server.sets)
+    for n, tables in enumerate(server.sets):
+        lookup = tables.index.lookup
+
+        def counted(keys: object, n: int = n, lookup: object = lookup) -> object:
+            counts[n] += 1
+            return lookup(keys)  # type: ignore[operator]
+
+        tables.index.lookup = counted  # type: ignore[method-assign]
+    return counts
+
+
+def test_a_push_takes_the_slots_its_pull_looked_up() -> None:
+    specs = _specs("adam")
+    server = Shard(specs, synchronous=False)
+    stores = _stores(specs)
+    counts = _count_lookups(server)
+    for step in range(4):
+        (parts,) = _message(step, specs)
+        server.pull_many([(t, ids) for t, ids, _ in parts])
+        server.push_many(step, parts)
+        for t, ids, g in parts:
+            stores[t].pull(ids)
+            stores[t].push(ids, g, distinct=True)
+    assert counts == [4] * len(server.sets)  # one per pull, none per push
+    (parts,) = _message(4, specs)
+    server.push_many(4, parts)  # no pull before it: looked up
+    assert counts == [5] * len(server.sets)
+    for t, ids, g in parts:
+        stores[t].push(ids, g, distinct=True)
+    for t in range(TABLES):
+        ids = torch.arange(VOCAB)
+        assert torch.equal(server.pull(t, ids), stores[t].pull(ids))
+
+
+def test_a_row_evicted_between_its_pull_and_its_push_is_looked_up_again() -> None:
+    specs = _specs("adam", evict_after=2)
+    server = Shard(specs, synchronous=False)
+    stores = _stores(specs)
+    (first,) = _message(0, specs)
+    server.pull_many([(t, ids) for t, ids, _ in first])
+    for t, ids, _ in first:
+        stores[t].pull(ids)
+    # Four other updates evict the first message's rows and hand their slots to new ones.
+    for step in range(1, 5):
+        (parts,) = _message(100 + step, specs)
+        server.push_many(step, parts)
+        for t, ids, g in parts:
+            stores[t].push(ids, g, distinct=True)
+    assert sum(t.store.evicted for t in server.tables) > 0
+    server.push_many(5, first)
+    for t, ids, g in first:
+        stores[t].push(ids, g, distinct=True)
+    assert [t.store.evicted for t in server.tables] == [s.evicted for s in stores]
+    for t in range(TABLES):
+        ids = torch.arange(VOCAB)
+        assert torch.equal(server.pull(t, ids), stores[t].pull(ids))
