@@ -161,8 +161,7 @@ class TableSet:
         rows (no store's generation moved since); touched again for this update."""
         generation = self._generation()
         for pulled in self._pulled:
-            if (pulled.generation == generation and pulled.keys.size == keys.size
-                    and np.array_equal(pulled.keys, keys)):
+            if pulled.generation == generation and np.array_equal(pulled.keys, keys):
                 self._pulled.remove(pulled)
                 for store, a, b in segments:
                     store.touch(pulled.slots[a:b])
